@@ -1,0 +1,1 @@
+"""In-memory adapters that behave like the real ones; for tests, the simulator and embedders."""

@@ -1,0 +1,1 @@
+"""Kubelet device-plugin gRPC adapter: implements KubeletPort."""

@@ -1,0 +1,1 @@
+"""Kubernetes API adapter (official client): implements ClusterPort."""

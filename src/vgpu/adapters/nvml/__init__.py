@@ -1,0 +1,1 @@
+"""NVML adapter (pynvml): implements GpuPort."""

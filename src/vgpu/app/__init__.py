@@ -1,0 +1,1 @@
+"""Use cases, configuration, wiring (composition roots), HTTP, gRPC services and the CLI."""

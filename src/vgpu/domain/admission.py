@@ -1,0 +1,184 @@
+"""The mutating webhook's decision for a pod: leave it, take it (with a JSON patch), or deny.
+
+Follows HAMi v2.10 (seed 003, contracts.md 3.4) and fixes what it gets wrong: invalid
+quantities and privileged GPU containers are denied with a message instead of being left
+Pending forever.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu.domain.decision import SchedulingConfig
+from vgpu.domain.device import Usage
+from vgpu.domain.errors import DomainError
+from vgpu.domain.pod import Container, pod_from_manifest
+from vgpu.domain.quota import UNLIMITED, Budget
+from vgpu.domain.request import ContainerRequest, asks_for_gpu, parse_request
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionConfig:
+    scheduler_name: str = "vgpu-scheduler"
+    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
+    gpu_core_policy: str = ""  # "", "force" or "disable": GPU_CORE_UTILIZATION_POLICY
+    overwrite_env: bool = False  # give GPU-less containers NVIDIA_VISIBLE_DEVICES=none
+    runtime_class: str = ""
+    force_overwrite_default_scheduler: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionDecision:
+    """`allowed` with a JSON patch (RFC 6902 operations), or denied with `message`."""
+
+    allowed: bool
+    message: str = ""
+    patch: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def mutates(self) -> bool:
+        return bool(self.patch)
+
+
+def admit(
+    manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget = UNLIMITED
+) -> AdmissionDecision:
+    """Decide what to do with a pod being created. Never raises for bad pod content."""
+    spec = manifest.get("spec") or {}
+    if not spec.get("containers"):
+        return AdmissionDecision(False, "pod has no containers")
+    current = spec.get("schedulerName") or ""
+    if current not in ("", config.scheduler_name) and not (
+        current == DEFAULT_SCHEDULER and config.force_overwrite_default_scheduler
+    ):
+        return AdmissionDecision(True, f"pod uses scheduler {current!r}; left alone")
+    pod = pod_from_manifest(manifest)
+    vendor = config.scheduling.vendor
+    if not any(asks_for_gpu(c, vendor) for c in pod.containers):
+        return AdmissionDecision(True, "pod asks for no GPU", _env_none_patches(spec, config))
+    try:
+        requests = [parse_request(c, vendor, config.scheduling.defaults) for c in pod.containers]
+    except DomainError as exc:
+        return AdmissionDecision(False, str(exc))
+    for container, request in zip(pod.containers, requests, strict=True):
+        if container.privileged and request is not None:
+            return AdmissionDecision(
+                False,
+                f"container {container.name!r} is privileged and asks for GPU slices: a "
+                "privileged container sees every GPU and escapes its limits; drop privileged "
+                "or the GPU request",
+            )
+    if pod.node_name:
+        return AdmissionDecision(
+            False,
+            f"pod has node {pod.node_name!r} assigned already; "
+            f"it cannot be scheduled by {config.scheduler_name}",
+        )
+    charge = _admission_charge(requests, pod.init_count)
+    if not budget.allows(charge):
+        return AdmissionDecision(
+            False,
+            f"exceeding resource quota in namespace {pod.namespace}: {budget.shortfall(charge)}",
+        )
+    patch: list[dict[str, Any]] = [
+        {"op": "add", "path": "/spec/schedulerName", "value": config.scheduler_name}
+    ]
+    if config.runtime_class and not spec.get("runtimeClassName"):
+        patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": config.runtime_class})
+    for (base, raw), container, request in zip(_slots(spec), pod.containers, requests, strict=True):
+        patch.extend(_container_patches(base, raw, container, request, config))
+    return AdmissionDecision(True, "pod sent to " + config.scheduler_name, tuple(patch))
+
+
+def _admission_charge(requests: Sequence[ContainerRequest | None], init_count: int) -> Usage:
+    """What the pod will cost at least; percentages are resolved later, on the chosen card."""
+
+    def cost(request: ContainerRequest | None) -> Usage:
+        if request is None:
+            return Usage()
+        n = request.count
+        return Usage(slices=n, memory=request.memory * n, cores=request.cores * n)
+
+    app = Usage()
+    for request in requests[init_count:]:
+        app = app + cost(request)
+    for request in requests[:init_count]:
+        app = app.union(cost(request))
+    return app
+
+
+def _container_patches(
+    base: str,
+    raw: Mapping[str, Any],
+    container: Container,
+    request: ContainerRequest | None,
+    config: AdmissionConfig,
+) -> list[dict[str, Any]]:
+    vendor = config.scheduling.vendor
+    env: dict[str, str] = {}
+    limits: dict[str, Any] = {}
+    if request is None:
+        if config.overwrite_env:
+            env["NVIDIA_VISIBLE_DEVICES"] = "none"
+        return _env_patches(base, raw, env)
+    if request.priority is not None:
+        env["CUDA_TASK_PRIORITY"] = str(request.priority)
+    if config.gpu_core_policy in ("force", "disable"):
+        env["GPU_CORE_UTILIZATION_POLICY"] = config.gpu_core_policy
+    values = {**container.requests, **container.limits}
+    if vendor.count_resource not in values:
+        limits[vendor.count_resource] = str(request.count)
+    whole_card = vendor.memory_resource not in values and request.memory_percent in (0, 100)
+    if vendor.cores_resource not in values and whole_card and request.memory == 0:
+        limits[vendor.cores_resource] = "100"
+    return _env_patches(base, raw, env) + _limit_patches(base, raw, limits)
+
+
+def _env_none_patches(
+    spec: Mapping[str, Any], config: AdmissionConfig
+) -> tuple[dict[str, Any], ...]:
+    if not config.overwrite_env:
+        return ()
+    none = {"NVIDIA_VISIBLE_DEVICES": "none"}
+    return tuple(op for base, raw in _slots(spec) for op in _env_patches(base, raw, none))
+
+
+def _env_patches(base: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]:
+    existing = {e.get("name") for e in raw.get("env") or [] if isinstance(e, Mapping)}
+    items = [{"name": k, "value": v} for k, v in env.items() if k not in existing]
+    if not items:
+        return []
+    if raw.get("env"):
+        return [{"op": "add", "path": f"{base}/env/-", "value": item} for item in items]
+    return [{"op": "add", "path": f"{base}/env", "value": items}]
+
+
+def _limit_patches(
+    base: str, raw: Mapping[str, Any], limits: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    if not limits:
+        return []
+    resources = raw.get("resources")
+    if not resources:
+        return [{"op": "add", "path": f"{base}/resources", "value": {"limits": dict(limits)}}]
+    if not resources.get("limits"):
+        return [{"op": "add", "path": f"{base}/resources/limits", "value": dict(limits)}]
+    return [
+        {"op": "add", "path": f"{base}/resources/limits/{_escape(name)}", "value": value}
+        for name, value in limits.items()
+    ]
+
+
+def _slots(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(JSON pointer, raw container) for every container, init containers first."""
+    return [
+        (f"/spec/{kind}/{i}", raw)
+        for kind in ("initContainers", "containers")
+        for i, raw in enumerate(spec.get(kind) or [])
+    ]
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,180 @@
+"""HAMi's annotation formats, byte-compatible in both directions.
+
+Node devices (`hami.io/node-nvidia-register`): HAMi v2.8+ writes a JSON array; v2.4 wrote CSV
+with 7 fields per card and v2.5-v2.7 CSV with 9. All three are read; JSON is written.
+
+Pod grants (`hami.io/vgpu-devices-to-allocate` / `-allocated`): `UUID,VENDOR,mem,cores:` per
+card, `;` after every container, empty segments kept so container indexes line up.
+"""
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from vgpu.domain.device import HAMI_CORE_MODE, Device
+from vgpu.domain.errors import CodecError
+from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants
+from vgpu.domain.vendor import NVIDIA
+
+REGISTER = NVIDIA.register_annotation
+GRANTS = NVIDIA.allocated_annotation
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def encode_node_devices(devices: Sequence[Device]) -> str:
+    """HAMi's JSON form: Go's key order, zero values omitted (Go `omitempty`)."""
+    return json.dumps([_device_json(d) for d in devices], separators=(",", ":"), ensure_ascii=False)
+
+
+def _device_json(device: Device) -> dict[str, Any]:
+    fields: list[tuple[str, Any]] = [
+        ("id", device.uuid),
+        ("index", device.index),
+        ("count", device.count),
+        ("devmem", device.memory),
+        ("devcore", device.cores),
+        ("type", device.type),
+        ("numa", device.numa),
+        ("mode", device.mode),
+        ("health", device.healthy),
+    ]
+    return {key: value for key, value in fields if value}
+
+
+def decode_node_devices(text: str, annotation: str = REGISTER) -> list[Device]:
+    """Cards from any HAMi register format; CodecError names what is wrong and where."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        return _decode_json_devices(stripped, annotation)
+    if stripped == "":
+        return []
+    return _decode_csv_devices(stripped, annotation)
+
+
+def _decode_json_devices(text: str, annotation: str) -> list[Device]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CodecError(annotation, f"character {exc.pos}", f"invalid JSON ({exc.msg})") from exc
+    if not isinstance(raw, list):
+        raise CodecError(annotation, "top level", "expected a JSON array of devices")
+    return [_device_from_json(item, i, annotation) for i, item in enumerate(raw)]
+
+
+def _device_from_json(item: Any, position: int, annotation: str) -> Device:
+    where = f"device #{position}"
+    if not isinstance(item, dict):
+        raise CodecError(annotation, where, f"expected an object, got {item!r}")
+    uuid = item.get("id")
+    if not isinstance(uuid, str) or not uuid:
+        raise CodecError(annotation, where, "missing the card id")
+    where = f"device #{position} ({uuid})"
+
+    def number(key: str, low: int = 0) -> int:
+        value = item.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _INT32[1]:
+            raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
+        return value
+
+    def text_field(key: str, default: str) -> str:
+        value = item.get(key, default)
+        if not isinstance(value, str):
+            raise CodecError(annotation, where, f"{key}={value!r} is not a string")
+        return value or default
+
+    health = item.get("health", False)
+    if not isinstance(health, bool):
+        raise CodecError(annotation, where, f"health={health!r} is not true or false")
+    numa = item.get("numa", 0)
+    if isinstance(numa, bool) or not isinstance(numa, int):
+        raise CodecError(annotation, where, f"numa={numa!r} is not a valid number")
+    return Device(
+        uuid=uuid,
+        index=number("index"),
+        type=text_field("type", ""),
+        count=number("count"),
+        memory=number("devmem"),
+        cores=number("devcore"),
+        numa=max(numa, 0),
+        healthy=health,
+        mode=text_field("mode", HAMI_CORE_MODE),
+    )
+
+
+def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
+    if ":" not in text:
+        raise CodecError(annotation, "whole value", "neither JSON nor CSV (no ':' separator)")
+    devices = []
+    for position, segment in enumerate(s for s in text.split(":") if s):
+        fields = segment.split(",")
+        where = f"device #{position}"
+        if len(fields) not in (7, 9):
+            raise CodecError(annotation, where, f"expected 7 or 9 fields, got {len(fields)}")
+        uuid, count, memory, cores, dtype, numa, health = fields[:7]
+        index, mode = (fields[7], fields[8]) if len(fields) == 9 else ("0", HAMI_CORE_MODE)
+        where = f"device #{position} ({uuid})"
+        if health not in ("true", "false"):
+            raise CodecError(annotation, where, f"health={health!r} is not true or false")
+        devices.append(
+            Device(
+                uuid=uuid,
+                index=_csv_int(index, "index", annotation, where),
+                type=dtype,
+                count=_csv_int(count, "count", annotation, where),
+                memory=_csv_int(memory, "devmem", annotation, where),
+                cores=_csv_int(cores, "devcore", annotation, where),
+                numa=max(_csv_int(numa, "numa", annotation, where, low=_INT32[0]), 0),
+                healthy=health == "true",
+                mode=mode or HAMI_CORE_MODE,
+            )
+        )
+    return devices
+
+
+def _csv_int(text: str, name: str, annotation: str, where: str, low: int = 0) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise CodecError(annotation, where, f"{name}={text!r} is not a number") from exc
+    if not low <= value <= _INT32[1]:
+        raise CodecError(annotation, where, f"{name}={text!r} is out of range")
+    return value
+
+
+def encode_pod_grants(grants: PodGrants) -> str:
+    """`UUID,VENDOR,mem,cores:` per card, `;` after each container (empty ones included)."""
+    return "".join(
+        "".join(f"{g.uuid},{g.vendor},{g.memory},{g.cores}:" for g in container) + ";"
+        for container in grants
+    )
+
+
+def decode_pod_grants(text: str, annotation: str = GRANTS) -> PodGrants:
+    """Inverse of `encode_pod_grants`; CodecError for any malformed card entry."""
+    if text == "":
+        return ()
+    segments = text.split(";")
+    if segments[-1] == "":
+        segments.pop()
+    return tuple(_decode_container(segment, i, annotation) for i, segment in enumerate(segments))
+
+
+def _decode_container(segment: str, container: int, annotation: str) -> ContainerGrant:
+    grants = []
+    for position, entry in enumerate(e for e in segment.split(":") if e):
+        where = f"container #{container}, card #{position}"
+        fields = entry.split(",")
+        if len(fields) != 4:
+            raise CodecError(annotation, where, f"expected UUID,VENDOR,MEM,CORES, got {entry!r}")
+        uuid, vendor, memory, cores = fields
+        if not uuid or not vendor:
+            raise CodecError(annotation, where, f"empty card id or vendor in {entry!r}")
+        grants.append(
+            DeviceGrant(
+                uuid=uuid,
+                vendor=vendor,
+                memory=_csv_int(memory, "memory", annotation, where),
+                cores=_csv_int(cores, "cores", annotation, where),
+            )
+        )
+    return tuple(grants)

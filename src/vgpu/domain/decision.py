@@ -1,0 +1,111 @@
+"""Choose a node and cards for a pod among candidate nodes. Pure and deterministic."""
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.grant import PodGrants
+from vgpu.domain.pod import Pod
+from vgpu.domain.policy import PodPolicies, pod_policies, preference
+from vgpu.domain.quota import UNLIMITED, Budget
+from vgpu.domain.reasons import NodeRejection, phrase
+from vgpu.domain.request import RequestDefaults, parse_request
+from vgpu.domain.selectors import selector_from_annotations
+from vgpu.domain.vendor import NVIDIA, Vendor
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingConfig:
+    """Cluster-wide settings the rules need: vendor names, request defaults, default policies."""
+
+    vendor: Vendor = NVIDIA
+    defaults: RequestDefaults = field(default_factory=RequestDefaults)
+    policies: PodPolicies = field(default_factory=PodPolicies)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    node: str
+    score: float  # higher is better under the pod's node policy, 0.0 .. 3.0
+
+    @property
+    def extender_score(self) -> int:
+        """The 0..10 integer kube-scheduler's extender protocol expects."""
+        return round(self.score / 3.0 * 10)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The pod goes to `node` with these per-container grants.
+
+    `scores` ranks every feasible node, best first; `rejections` says why the others failed.
+    """
+
+    node: str
+    grants: PodGrants
+    scores: tuple[NodeScore, ...]
+    rejections: dict[str, NodeRejection] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NoPlacement:
+    """No candidate node can take the pod; `rejections` says why, node by node."""
+
+    rejections: dict[str, NodeRejection]
+
+    @property
+    def message(self) -> str:
+        """kube-scheduler style: `0/3 nodes are available: 2 insufficient memory, 1 ...`."""
+        total = len(self.rejections)
+        counts = Counter(phrase(r.reason) for r in self.rejections.values())
+        parts = ", ".join(
+            f"{n} {p}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        return f"0/{total} nodes are available" + (f": {parts}" if parts else "")
+
+
+Decision = Placement | NoPlacement
+
+
+def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:
+    """Parse the pod's GPU needs once; None when no container asks for this vendor's GPUs.
+
+    Raises RequestError for a bad quantity and PolicyError for an unknown policy annotation.
+    """
+    requests = tuple(parse_request(c, config.vendor, config.defaults) for c in pod.containers)
+    if all(r is None for r in requests):
+        return None
+    return PodPlan(
+        key=pod.key,
+        namespace=pod.namespace,
+        containers=tuple(c.name for c in pod.containers),
+        requests=requests,
+        init_count=pod.init_count,
+        selector=selector_from_annotations(pod.annotations, config.vendor),
+        policies=pod_policies(pod.annotations, config.policies),
+        vendor=config.vendor.word,
+    )
+
+
+def decide(plan: PodPlan, nodes: Iterable[NodeView], budget: Budget = UNLIMITED) -> Decision:
+    """Fit the pod on every candidate and pick the best under its node policy.
+
+    Ties break by node name, so the same input always gives the same node.
+    """
+    fits: list[NodeFit] = []
+    rejections: dict[str, NodeRejection] = {}
+    for node in nodes:
+        result = fit_pod(plan, node, budget)
+        if isinstance(result, NodeRejection):
+            rejections[node.name] = result
+        else:
+            fits.append(result)
+    if not fits:
+        return NoPlacement(rejections)
+    scored = sorted(
+        ((NodeScore(f.node, preference(plan.policies.node, f.fullness)), f) for f in fits),
+        key=lambda pair: (-pair[0].score, pair[0].node),
+    )
+    best = scored[0][1]
+    return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)

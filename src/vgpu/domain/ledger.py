@@ -1,0 +1,160 @@
+"""Usage per node and card, kept incrementally from grants and releases.
+
+The scheduler owns one Ledger, feeds it node and pod events, and asks it for `NodeView`s.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vgpu.domain.codec import decode_pod_grants
+from vgpu.domain.device import Device, Usage
+from vgpu.domain.errors import LedgerError
+from vgpu.domain.fit import NodeView
+from vgpu.domain.grant import PodGrants, pod_footprint
+from vgpu.domain.pod import Pod
+from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
+
+IDLE = Usage()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAllocation:
+    """A pod's grants on a node, and what it holds on each card at its peak."""
+
+    pod: str
+    node: str
+    grants: PodGrants
+    footprint: dict[str, Usage]
+
+
+class Ledger:
+    """Nodes' cards and usage. Every change is all-or-nothing; releasing twice is harmless."""
+
+    def __init__(self) -> None:
+        self._devices: dict[str, tuple[Device, ...]] = {}
+        self._cordoned: dict[str, frozenset[str]] = {}
+        self._usage: dict[str, dict[str, Usage]] = {}
+        self._pods: dict[str, PodAllocation] = {}
+
+    # nodes -----------------------------------------------------------------------------------
+    def set_node(
+        self, node: str, devices: Iterable[Device], cordoned: frozenset[str] = frozenset()
+    ) -> None:
+        """Replace a node's card list (a card may vanish or turn unhealthy); usage is kept."""
+        self._devices[node] = tuple(devices)
+        self._cordoned[node] = cordoned
+        self._usage.setdefault(node, {})
+
+    def remove_node(self, node: str) -> None:
+        """Forget a node's cards; its pods' usage stays until they are released."""
+        self._devices.pop(node, None)
+        self._cordoned.pop(node, None)
+
+    def nodes(self) -> list[str]:
+        return sorted(self._devices)
+
+    def view(self, node: str) -> NodeView:
+        """The node as `decide` needs it; an unknown node has no cards."""
+        return NodeView(
+            node,
+            self._devices.get(node, ()),
+            self._usage.get(node, {}),
+            self._cordoned.get(node, frozenset()),
+        )
+
+    def usage(self, node: str, uuid: str) -> Usage:
+        return self._usage.get(node, {}).get(uuid, IDLE)
+
+    # pods ------------------------------------------------------------------------------------
+    def grant(
+        self, pod: str, node: str, grants: PodGrants, init_count: int = 0, *, strict: bool = True
+    ) -> list[str]:
+        """Record a pod's grants; returns problems worth logging (unknown node or card).
+
+        With `strict`, a grant that would take a card past its capacity raises LedgerError and
+        changes nothing. Granting the same pod again replaces its earlier grant.
+        """
+        footprint = pod_footprint(grants, init_count)
+        previous = self._pods.get(pod)
+        if previous is not None and previous.node == node and previous.grants == grants:
+            return []
+        node_usage = dict(self._usage.get(node, {}))
+        if previous is not None and previous.node == node:
+            _subtract(node_usage, previous.footprint)
+        problems = self._check(pod, node, footprint, node_usage, strict)
+        if previous is not None:
+            self.release(pod)
+        usage = self._usage.setdefault(node, {})
+        for uuid, amount in footprint.items():
+            usage[uuid] = usage.get(uuid, IDLE) + amount
+        self._pods[pod] = PodAllocation(pod, node, grants, footprint)
+        return problems
+
+    def release(self, pod: str) -> bool:
+        """Give back a pod's grants; False (and no change) when the pod holds none."""
+        allocation = self._pods.pop(pod, None)
+        if allocation is None:
+            return False
+        _subtract(self._usage.setdefault(allocation.node, {}), allocation.footprint)
+        return True
+
+    def allocation(self, pod: str) -> PodAllocation | None:
+        return self._pods.get(pod)
+
+    def pods(self) -> list[PodAllocation]:
+        return list(self._pods.values())
+
+    def record_pod(self, pod: Pod, vendor: Vendor) -> list[str]:
+        """Follow a pod as the cluster reports it (used for rebuilds after a restart).
+
+        A finished pod releases its grant; a pod assigned to a node with a grant annotation
+        holds it. A malformed annotation raises CodecError and leaves the ledger unchanged.
+        """
+        if pod.is_finished:
+            self.release(pod.key)
+            return []
+        node = pod.annotations.get(ASSIGNED_NODE_ANNOTATION, "") or pod.node_name
+        text = pod.annotations.get(vendor.allocated_annotation)
+        if not node or text is None:
+            return []
+        grants = decode_pod_grants(text, vendor.allocated_annotation)
+        return self.grant(pod.key, node, grants, pod.init_count, strict=False)
+
+    def _check(
+        self,
+        pod: str,
+        node: str,
+        footprint: dict[str, Usage],
+        node_usage: dict[str, Usage],
+        strict: bool,
+    ) -> list[str]:
+        devices = self._devices.get(node)
+        if devices is None:
+            return [f"pod {pod}: node {node} has no registered GPUs; its grant is kept"]
+        by_uuid = {d.uuid: d for d in devices}
+        problems = []
+        for uuid, amount in footprint.items():
+            device = by_uuid.get(uuid)
+            if device is None:
+                problems.append(f"pod {pod}: card {uuid} is not on node {node}; its grant is kept")
+                continue
+            after = node_usage.get(uuid, IDLE) + amount
+            if not after.fits_in(device):
+                message = (
+                    f"pod {pod}: card {uuid} on {node} would be over capacity "
+                    f"({after.slices}/{device.count} slices, {after.memory}/{device.memory} MiB, "
+                    f"{after.cores}/{device.cores} cores)"
+                )
+                if strict:
+                    raise LedgerError(message)
+                problems.append(message)
+        return problems
+
+
+def _subtract(usage: dict[str, Usage], footprint: dict[str, Usage]) -> None:
+    for uuid, amount in footprint.items():
+        left = usage.get(uuid, IDLE) - amount
+        if left.is_idle:
+            usage.pop(uuid, None)
+        else:
+            usage[uuid] = left

@@ -1,0 +1,37 @@
+"""The parts of a Kubernetes Node the GPU rules read."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu.domain.codec import decode_node_devices
+from vgpu.domain.device import Device
+from vgpu.domain.selectors import parse_uuid_list
+from vgpu.domain.vendor import Vendor
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNode:
+    name: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Mapping[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+    def devices(self, vendor: Vendor) -> list[Device]:
+        """The cards the device plugin registered; CodecError if the annotation is malformed."""
+        text = self.annotations.get(vendor.register_annotation)
+        return [] if text is None else decode_node_devices(text, vendor.register_annotation)
+
+    def cordoned(self, vendor: Vendor) -> frozenset[str]:
+        return parse_uuid_list(self.annotations.get(vendor.cordon_annotation, ""))
+
+
+def node_from_manifest(manifest: Mapping[str, Any]) -> ClusterNode:
+    meta = manifest.get("metadata") or {}
+    status = manifest.get("status") or {}
+    return ClusterNode(
+        name=str(meta.get("name") or ""),
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        allocatable={str(k): str(v) for k, v in (status.get("allocatable") or {}).items()},
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )

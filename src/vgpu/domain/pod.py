@@ -1,0 +1,98 @@
+"""The parts of a Kubernetes Pod the scheduling rules read, built from its JSON manifest."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu.domain.errors import DomainError
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    requests: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    privileged: bool = False
+    is_init: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod's identity, annotations and containers, init containers first."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    containers: Sequence[Container] = ()
+    node_name: str = ""
+    scheduler_name: str = ""
+    phase: str = "Pending"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the pod's identity in the ledger and in logs."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def init_count(self) -> int:
+        return sum(1 for c in self.containers if c.is_init)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
+    """Read a Pod from its Kubernetes JSON (as the API server or an AdmissionReview sends it).
+
+    Raises DomainError when a part that must be an object is something else.
+    """
+    meta = _mapping(manifest.get("metadata"), "metadata")
+    spec = _mapping(manifest.get("spec"), "spec")
+    status = _mapping(manifest.get("status"), "status")
+    containers = [_container(c, is_init=True) for c in spec.get("initContainers") or []] + [
+        _container(c, is_init=False) for c in spec.get("containers") or []
+    ]
+    return Pod(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or meta.get("generateName") or ""),
+        uid=str(meta.get("uid") or ""),
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        containers=tuple(containers),
+        node_name=str(spec.get("nodeName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DomainError(f"pod {where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _container(raw: Any, *, is_init: bool) -> Container:
+    raw = _mapping(raw, "container")
+    resources = _mapping(raw.get("resources"), "container resources")
+    security = _mapping(raw.get("securityContext"), "container securityContext")
+    env = {
+        str(e.get("name")): str(e.get("value", ""))
+        for e in raw.get("env") or []
+        if isinstance(e, Mapping) and e.get("name")
+    }
+    return Container(
+        name=str(raw.get("name") or ""),
+        limits=dict(_mapping(resources.get("limits"), "resources.limits")),
+        requests=dict(_mapping(resources.get("requests"), "resources.requests")),
+        env=env,
+        privileged=bool(security.get("privileged", False)),
+        is_init=is_init,
+    )

@@ -1,0 +1,102 @@
+"""Why a card or a node was rejected: HAMi's reason codes plus a sentence for people."""
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """HAMi's reason tokens (pkg/device/common), so tooling that greps for them keeps working."""
+
+    TYPE_MISMATCH = "CardTypeMismatch"
+    UUID_MISMATCH = "CardUuidMismatch"
+    SLICES_EXHAUSTED = "CardTimeSlicingExhausted"
+    CORES_EXHAUSTED = "CardComputeUnitsExhausted"
+    INSUFFICIENT_MEMORY = "CardInsufficientMemory"
+    INSUFFICIENT_CORES = "CardInsufficientCore"
+    UNHEALTHY = "CardNotHealth"
+    CORDONED = "CardCordoned"
+    NUMA = "NumaNotFit"
+    EXCLUSIVE = "ExclusiveDeviceAllocateConflict"
+    MODE = "ModeNotFit"
+    QUOTA = "ResourceQuotaNotFit"
+    NOT_ENOUGH_CARDS = "NodeInsufficientDevice"
+    NODE_UNREGISTERED = "NodeUnregistered"
+    POLICY = "InvalidPolicy"
+
+
+_PHRASES = {
+    Reason.TYPE_MISMATCH: "type mismatch",
+    Reason.UUID_MISMATCH: "uuid excluded",
+    Reason.SLICES_EXHAUSTED: "no slice left",
+    Reason.CORES_EXHAUSTED: "all cores in use",
+    Reason.INSUFFICIENT_MEMORY: "insufficient memory",
+    Reason.INSUFFICIENT_CORES: "insufficient cores",
+    Reason.UNHEALTHY: "unhealthy",
+    Reason.CORDONED: "cordoned",
+    Reason.NUMA: "not enough cards on one NUMA node",
+    Reason.EXCLUSIVE: "in use, exclusive card wanted",
+    Reason.MODE: "mode mismatch",
+    Reason.QUOTA: "over namespace quota",
+    Reason.NOT_ENOUGH_CARDS: "not enough cards",
+    Reason.NODE_UNREGISTERED: "node has not registered GPUs",
+    Reason.POLICY: "invalid scheduling policy",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CardRejection:
+    """One card turned down for one container, with the reason and the numbers behind it."""
+
+    uuid: str
+    reason: Reason
+    need: int = 0
+    free: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRejection:
+    """Why a whole node cannot take the pod: a summary line and the per-card rejections."""
+
+    node: str
+    reason: Reason
+    message: str
+    cards: tuple[CardRejection, ...] = ()
+
+    @property
+    def hami_reason(self) -> str:
+        """HAMi's wire form: `2/4 CardInsufficientMemory, 1/4 CardTypeMismatch`."""
+        if not self.cards:
+            return self.reason.value
+        counts = Counter(c.reason for c in self.cards)
+        total = len(self.cards)
+        return ", ".join(f"{n}/{total} {r.value}" for r, n in sorted(counts.items()))
+
+
+def summarize_cards(rejections: Iterable[CardRejection], prefix: str = "") -> str:
+    """`3 cards: 2 insufficient memory (need 20000 MiB, best card has 12000 free), 1 type
+    mismatch` — commonest reason first, one example detail per reason."""
+    items = list(rejections)
+    counts = Counter(r.reason for r in items)
+    parts = []
+    for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].value)):
+        parts.append(f"{n} {_PHRASES[reason]}{_shortfall(reason, items)}")
+    noun = "card" if len(items) == 1 else "cards"
+    return f"{prefix}{len(items)} {noun}: " + ", ".join(parts)
+
+
+def _shortfall(reason: Reason, items: list[CardRejection]) -> str:
+    unit = _UNITS.get(reason)
+    if unit is None:
+        return ""
+    of_reason = [r for r in items if r.reason is reason]
+    best = max(r.free for r in of_reason)
+    return f" (need {of_reason[0].need} {unit}, best card has {best} free)"
+
+
+_UNITS = {Reason.INSUFFICIENT_MEMORY: "MiB", Reason.INSUFFICIENT_CORES: "cores"}
+
+
+def phrase(reason: Reason) -> str:
+    return _PHRASES[reason]

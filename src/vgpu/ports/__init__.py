@@ -1,0 +1,1 @@
+"""What the application needs from the outside world, as typing.Protocols."""

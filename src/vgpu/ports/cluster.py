@@ -1,0 +1,105 @@
+"""The Kubernetes API as the scheduler and the device plugin use it."""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any, Protocol
+
+from vgpu.domain.node import ClusterNode
+from vgpu.domain.pod import Pod
+
+
+class ClusterError(RuntimeError):
+    """The cluster refused or failed a request; the message says which and why."""
+
+
+class NotFound(ClusterError):
+    pass
+
+
+class Conflict(ClusterError):
+    """A precondition (resourceVersion) failed, or a lock is held by someone else."""
+
+
+class Kind(StrEnum):
+    NODE = "node"
+    POD = "pod"
+    QUOTA = "quota"
+
+
+class Action(StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """A ResourceQuota's name, namespace and `spec.hard`."""
+
+    namespace: str
+    name: str
+    hard: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    kind: Kind
+    action: Action
+    obj: ClusterNode | Pod | Quota
+
+
+EventHandler = Callable[[ClusterEvent], None]
+
+
+class ClusterPort(Protocol):
+    # reading ---------------------------------------------------------------------------------
+    def list_nodes(self) -> list[ClusterNode]: ...
+
+    def get_node(self, name: str) -> ClusterNode | None: ...
+
+    def list_pods(self, node_name: str | None = None) -> list[Pod]:
+        """All pods, or those whose `spec.nodeName` is `node_name`."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None: ...
+
+    def list_quotas(self) -> list[Quota]: ...
+
+    def subscribe(self, handler: EventHandler) -> Callable[[], None]:
+        """Call `handler` for every change from now on; returns a function that unsubscribes."""
+        ...
+
+    # writing ---------------------------------------------------------------------------------
+    def patch_pod_annotations(
+        self,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        labels: Mapping[str, str | None] | None = None,
+    ) -> Pod:
+        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone."""
+        ...
+
+    def patch_node_annotations(self, name: str, annotations: Mapping[str, str | None]) -> None: ...
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """Create the pod's Binding to `node`; ClusterError says why it failed."""
+        ...
+
+    def record_event(
+        self, namespace: str, pod: str, reason: str, message: str, *, warning: bool = False
+    ) -> None: ...
+
+    def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+        """Take `hami.io/mutex.lock` on the node for the pod (HAMi-compatible value).
+
+        Succeeds when the lock is free, already the pod's, expired, or held by a pod that no
+        longer exists. Raises Conflict when another live pod holds it.
+        """
+        ...
+
+    def release_node_lock(self, node: str, namespace: str, pod: str) -> None:
+        """Remove the lock if the pod owns it; harmless when it does not."""
+        ...
