@@ -1,0 +1,67 @@
+"""From the GPUs a node has to the cards it registers: split count and scaling applied."""
+
+from dataclasses import dataclass
+
+from vgpu.domain.device import HAMI_CORE_MODE, Device
+
+MIG_MODE = "mig"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """A physical GPU as the driver (NVML) reports it, before any sharing rule."""
+
+    uuid: str
+    index: int
+    name: str  # NVML model name, e.g. "NVIDIA A100-SXM4-80GB" or "Tesla V100-PCIE-32GB"
+    memory_mib: int
+    numa: int = 0
+    mig_enabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HealthEvent:
+    """A change of a GPU's health (an XID error, or the GPU vanished)."""
+
+    uuid: str
+    healthy: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SharingConfig:
+    """HAMi's per-node sharing settings (chart defaults)."""
+
+    split_count: int = 10  # deviceSplitCount
+    memory_scaling: float = 1.0  # deviceMemoryScaling
+    core_scaling: float = 1.0  # deviceCoreScaling
+
+    def __post_init__(self) -> None:
+        if self.split_count < 1:
+            raise ValueError(f"split_count={self.split_count} must be at least 1")
+        if self.memory_scaling <= 0:
+            raise ValueError(f"memory_scaling={self.memory_scaling} must be positive")
+        if self.core_scaling <= 0:
+            raise ValueError(f"core_scaling={self.core_scaling} must be positive")
+
+
+def register_device(gpu: GpuInfo, sharing: SharingConfig, healthy: bool = True) -> Device:
+    """The card as `hami.io/node-nvidia-register` lists it.
+
+    The type gets HAMi's `NVIDIA-` prefix unless the name already starts with `NVIDIA`; MIG
+    cards are neither memory- nor core-scaled.
+    """
+    name = gpu.name if gpu.name.upper().startswith("NVIDIA") else f"NVIDIA-{gpu.name}"
+    memory = gpu.memory_mib if gpu.mig_enabled else int(gpu.memory_mib * sharing.memory_scaling)
+    cores = 100 if gpu.mig_enabled else int(100 * sharing.core_scaling)
+    return Device(
+        uuid=gpu.uuid,
+        index=gpu.index,
+        type=name,
+        count=sharing.split_count,
+        memory=memory,
+        cores=cores,
+        numa=max(gpu.numa, 0),
+        healthy=healthy,
+        mode=MIG_MODE if gpu.mig_enabled else HAMI_CORE_MODE,
+    )
