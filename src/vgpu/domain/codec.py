@@ -44,7 +44,7 @@ def _device_json(device: Device) -> dict[str, Any]:
 def decode_node_devices(text: str, annotation: str = REGISTER) -> list[Device]:
     """Cards from any HAMi register format; CodecError names what is wrong and where."""
     stripped = text.strip()
-    if stripped.startswith("["):
+    if stripped.startswith(("[", "{")):
         return _decode_json_devices(stripped, annotation)
     if stripped == "":
         return []

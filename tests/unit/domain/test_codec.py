@@ -1,0 +1,118 @@
+import pytest
+
+from tests.unit.domain.builders import A40_UUIDS, a40_cards, card
+from vgpu.domain import (
+    CodecError,
+    DeviceGrant,
+    decode_node_devices,
+    decode_pod_grants,
+    encode_node_devices,
+    encode_pod_grants,
+)
+
+# HAMi's own strings (contracts.md 4.2 and 4.5)
+HAMI_JSON = (
+    '[{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","count":10,"devmem":32768,"devcore":100,'
+    '"type":"NVIDIA-Tesla V100-PCIE-32GB","mode":"hami-core","health":true},'
+    '{"id":"GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec","index":1,"count":10,"devmem":32768,'
+    '"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"mode":"hami-core","health":true}]'
+)
+HAMI_CSV7 = (
+    "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:"
+    "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:"
+)
+HAMI_CSV9 = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,1,hami-core:"
+
+
+def test_hami_json_register_annotation_round_trips_byte_for_byte() -> None:
+    devices = decode_node_devices(HAMI_JSON)
+    assert [d.index for d in devices] == [0, 1]
+    assert devices[1].numa == 1 and devices[0].healthy and devices[0].memory == 32768
+    assert encode_node_devices(devices) == HAMI_JSON
+
+
+def test_missing_json_keys_read_as_go_zero_values() -> None:
+    (device,) = decode_node_devices('[{"id":"GPU-x","count":4,"devmem":100}]')
+    assert (device.index, device.cores, device.numa, device.healthy) == (0, 0, 0, False)
+    assert device.mode == "hami-core"
+
+
+def test_legacy_csv_forms_are_read() -> None:
+    seven = decode_node_devices(HAMI_CSV7)
+    assert len(seven) == 2 and seven[0].index == 0 and seven[0].mode == "hami-core"
+    (nine,) = decode_node_devices(HAMI_CSV9)
+    assert nine.index == 1 and nine.type == "NVIDIA-Tesla V100-PCIE-32GB" and nine.healthy
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[{", "invalid JSON"),
+        ('{"id":"x"}', "JSON array"),
+        ('[{"count":1}]', "device #0: missing the card id"),
+        ('[{"id":"GPU-a","devmem":"lots"}]', "device #0 (GPU-a): devmem='lots'"),
+        ('[{"id":"GPU-a","health":"yes"}]', "health='yes'"),
+        ('[{"id":"GPU-a","count":-2}]', "count=-2"),
+        ("GPU-a,10,100", "neither JSON nor CSV"),
+        ("GPU-a,10:", "expected 7 or 9 fields, got 2"),
+        ("GPU-a,ten,100,100,T,0,true:", "count='ten'"),
+        ("GPU-a,10,100,100,T,0,maybe:", "health='maybe'"),
+    ],
+)
+def test_malformed_register_annotation_says_what_and_where(text: str, words: str) -> None:
+    with pytest.raises(CodecError) as caught:
+        decode_node_devices(text)
+    assert words in str(caught.value)
+    assert "hami.io/node-nvidia-register" in str(caught.value)
+
+
+def test_seed_grant_annotation() -> None:
+    grants = ((DeviceGrant(A40_UUIDS[0], "NVIDIA", 20000, 80),),)
+    assert encode_pod_grants(grants) == f"{A40_UUIDS[0]},NVIDIA,20000,80:;"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,0:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;",
+        ";GPU-aaa,NVIDIA,4000,30:GPU-bbb,NVIDIA,4000,30:;",
+        ";;",
+    ],
+)
+def test_hami_grant_strings_round_trip_with_empty_segments_kept(text: str) -> None:
+    grants = decode_pod_grants(text)
+    assert len(grants) == text.count(";")
+    assert encode_pod_grants(grants) == text
+
+
+def test_grant_decoding_keeps_container_positions() -> None:
+    init_none, app = decode_pod_grants(";GPU-aaa,NVIDIA,4000,30:GPU-bbb,NVIDIA,4000,30:;")
+    assert init_none == ()
+    assert [g.uuid for g in app] == ["GPU-aaa", "GPU-bbb"]
+    assert app[0] == DeviceGrant("GPU-aaa", "NVIDIA", 4000, 30)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("GPU-a,NVIDIA,100:;", "container #0, card #0: expected UUID,VENDOR,MEM,CORES"),
+        (";GPU-a,NVIDIA,lots,0:;", "container #1, card #0: memory='lots'"),
+        ("GPU-a,NVIDIA,100,-1:;", "cores='-1' is out of range"),
+        ("garbage;", "expected UUID,VENDOR,MEM,CORES, got 'garbage'"),
+        (",NVIDIA,1,1:;", "empty card id"),
+    ],
+)
+def test_malformed_grants_are_errors_not_silently_dropped(text: str, words: str) -> None:
+    with pytest.raises(CodecError) as caught:
+        decode_pod_grants(text)
+    assert words in str(caught.value)
+
+
+def test_node_devices_encode_with_zero_values_omitted() -> None:
+    text = encode_node_devices([card("GPU-z", 0, healthy=False, numa=0)])
+    assert (
+        text
+        == '[{"id":"GPU-z","count":10,"devmem":46068,"devcore":100,"type":"NVIDIA A40","mode":"hami-core"}]'
+    )
+    assert decode_node_devices(text)[0].healthy is False
+    assert len(decode_node_devices(encode_node_devices(a40_cards()))) == 2
