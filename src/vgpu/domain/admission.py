@@ -47,6 +47,8 @@ def admit(
 ) -> AdmissionDecision:
     """Decide what to do with a pod being created. Never raises for bad pod content."""
     spec = manifest.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        return AdmissionDecision(False, "pod spec must be an object")
     if not spec.get("containers"):
         return AdmissionDecision(False, "pod has no containers")
     current = spec.get("schedulerName") or ""
@@ -54,7 +56,10 @@ def admit(
         current == DEFAULT_SCHEDULER and config.force_overwrite_default_scheduler
     ):
         return AdmissionDecision(True, f"pod uses scheduler {current!r}; left alone")
-    pod = pod_from_manifest(manifest)
+    try:
+        pod = pod_from_manifest(manifest)
+    except DomainError as exc:
+        return AdmissionDecision(False, str(exc))
     vendor = config.scheduling.vendor
     if not any(asks_for_gpu(c, vendor) for c in pod.containers):
         return AdmissionDecision(True, "pod asks for no GPU", _env_none_patches(spec, config))
