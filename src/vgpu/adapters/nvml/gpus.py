@@ -1,0 +1,167 @@
+"""The node's real GPUs through NVML (pynvml): implements GpuPort."""
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from vgpu.adapters.nvml.errors import init_failure, no_gpu
+from vgpu.adapters.nvml.health import XidWatcher
+from vgpu.adapters.nvml.library import load_pynvml, text
+from vgpu.adapters.nvml.sysfs import numa_node
+from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
+from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.ports.gpu import GpuUnavailable
+
+log = logging.getLogger(__name__)
+
+_MIB = 1024 * 1024
+
+
+class NvmlGpus:
+    """GPUs and their health from the NVIDIA driver.
+
+    NVML is initialised by the first `discover` (or health wait) and shut down by `close`.
+    `xids` defaults to the rule NVIDIA's device plugin derives from DP_DISABLE_HEALTHCHECKS and
+    DP_ENABLE_HEALTHCHECKS in this process's environment; `sysfs_root` is where NUMA nodes are
+    read (tests point it at a temp dir). Safe to use from two threads: one discovering, one
+    waiting for health events.
+    """
+
+    def __init__(self, xids: XidFilter | None = None, sysfs_root: Path = Path("/sys")) -> None:
+        self._nvml = load_pynvml()
+        self._xids = xids if xids is not None else xid_filter_from_env(os.environ)
+        self._sysfs_root = sysfs_root
+        self._lock = threading.Lock()
+        self._initialised = False
+        self._closed = threading.Event()
+        self._handles: dict[str, Any] = {}
+        self._watcher: XidWatcher | None = None
+
+    def discover(self) -> list[GpuInfo]:
+        """Every GPU NVML lists, in NVML index order.
+
+        Raises GpuUnavailable when NVML cannot start or finds no GPU. A GPU whose uuid, name or
+        memory cannot be read is left out with an error in the log.
+        """
+        with self._lock:
+            if self._closed.is_set():
+                raise GpuUnavailable("the NVML adapter is closed")
+            self._init()
+            nvml = self._nvml
+            try:
+                count = int(nvml.nvmlDeviceGetCount())
+            except nvml.NVMLError as err:
+                raise GpuUnavailable(f"NVML could not count the GPUs ({err})") from err
+            if count == 0:
+                raise GpuUnavailable(no_gpu())
+            gpus: list[GpuInfo] = []
+            problems: list[str] = []
+            for index in range(count):
+                try:
+                    gpu, handle = self._read(index)
+                except nvml.NVMLError as err:
+                    problems.append(f"GPU {index}: {err}")
+                    log.error("leaving out GPU %d: NVML could not read it (%s)", index, err)
+                    continue
+                gpus.append(gpu)
+                self._handles.setdefault(gpu.uuid, handle)
+            if not gpus:
+                raise GpuUnavailable(
+                    f"NVML lists {count} GPU(s) but none could be read: {'; '.join(problems)}"
+                )
+            return gpus
+
+    def wait_for_health_events(self, timeout_s: float) -> list[HealthEvent]:
+        """Health changes within `timeout_s` (see `vgpu.adapters.nvml.health` for the rules).
+
+        The first call registers the GPUs for events (discovering them if `discover` was not
+        called yet, which may raise GpuUnavailable); GPUs that cannot be registered are
+        reported unhealthy by that call.
+        """
+        if self._closed.is_set():
+            return []
+        if not self._xids.checks_enabled:
+            self._closed.wait(max(timeout_s, 0.0))
+            return []
+        watcher = self._watcher or self._start_watcher()
+        if watcher is None:
+            return []
+        return watcher.wait(timeout_s)
+
+    def close(self) -> None:
+        """Stop watching events and shut NVML down; safe to call more than once."""
+        self._closed.set()
+        with self._lock:
+            watcher, self._watcher = self._watcher, None
+            if watcher is not None:
+                watcher.close()
+            if not self._initialised:
+                return
+            self._initialised = False
+            try:
+                self._nvml.nvmlShutdown()
+            except self._nvml.NVMLError as err:
+                log.warning("NVML shutdown failed (%s); ignoring", err)
+
+    # internals --------------------------------------------------------------------------------
+    def _init(self) -> None:
+        if self._initialised:
+            return
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as err:
+            raise GpuUnavailable(init_failure(nvml, err)) from err
+        self._initialised = True
+        try:
+            version = text(nvml.nvmlSystemGetDriverVersion())
+        except nvml.NVMLError:
+            version = "unknown"
+        log.info("NVML started (driver %s)", version)
+
+    def _read(self, index: int) -> tuple[GpuInfo, Any]:
+        nvml = self._nvml
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        gpu = GpuInfo(
+            uuid=text(nvml.nvmlDeviceGetUUID(handle)),
+            index=index,
+            name=text(nvml.nvmlDeviceGetName(handle)),
+            memory_mib=int(nvml.nvmlDeviceGetMemoryInfo(handle).total) // _MIB,
+            numa=self._numa(index, handle),
+            mig_enabled=self._mig_enabled(index, handle),
+        )
+        return gpu, handle
+
+    def _numa(self, index: int, handle: Any) -> int:
+        nvml = self._nvml
+        try:
+            bus_id = nvml.nvmlDeviceGetPciInfo(handle).busId
+        except nvml.NVMLError as err:
+            log.warning("GPU %d: NVML cannot read its PCI bus id (%s); NUMA node 0", index, err)
+            return 0
+        return numa_node(bus_id, self._sysfs_root)
+
+    def _mig_enabled(self, index: int, handle: Any) -> bool:
+        nvml = self._nvml
+        try:
+            current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+        except nvml.NVMLError_NotSupported:
+            return False
+        except nvml.NVMLError as err:
+            log.warning("GPU %d: NVML cannot read its MIG mode (%s); assuming off", index, err)
+            return False
+        return bool(current == nvml.NVML_DEVICE_MIG_ENABLE)
+
+    def _start_watcher(self) -> XidWatcher | None:
+        if not self._handles:
+            self.discover()
+        with self._lock:
+            if self._closed.is_set():
+                return None
+            if self._watcher is None:
+                watcher = XidWatcher(self._nvml, self._xids)
+                watcher.start(self._handles)
+                self._watcher = watcher
+            return self._watcher
