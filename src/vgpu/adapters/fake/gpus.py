@@ -1,0 +1,292 @@
+"""A fake GPU inventory (GpuPort) from a YAML file or a list, for development and tests.
+
+The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
+
+    gpus:
+      - uuid: GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448   # required, unique
+        name: Tesla V100-PCIE-32GB                       # required, NVML model name
+        memory_mib: 32768                                # required, > 0
+        index: 0          # default: the entry's position; unique
+        numa: 0           # default 0
+        mig: false        # default false
+        healthy: true     # default true; false reports the GPU unhealthy
+        reason: ""        # optional, shown when healthy is false
+
+A running process notices when the file changes (its mtime, size or inode) and reports each
+GPU whose `healthy` value changed, so tests can break a GPU by rewriting the file. Tests in the
+same process can call `mark_unhealthy` / `mark_healthy` instead.
+"""
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.ports.gpu import GpuUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class FakeGpuFileError(GpuUnavailable):
+    """The fake GPU file cannot be read or is invalid; the message names the entry and field."""
+
+
+class _GpuEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    uuid: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    memory_mib: int = Field(gt=0)
+    index: int | None = Field(default=None, ge=0)
+    numa: int = Field(default=0, ge=0)
+    mig: bool = False
+    healthy: bool = True
+    reason: str = ""
+
+
+class _GpuFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    gpus: list[_GpuEntry]
+
+
+class _Inventory:
+    """What one reading of the file says: the GPUs and which are unhealthy (uuid -> reason)."""
+
+    def __init__(self, gpus: list[GpuInfo], unhealthy: dict[str, str]) -> None:
+        self.gpus = gpus
+        self.unhealthy = unhealthy
+
+
+def load_fake_gpus(path: Path) -> tuple[list[GpuInfo], dict[str, str]]:
+    """The GPUs in a fake GPU file and the unhealthy ones (uuid -> reason).
+
+    Raises FakeGpuFileError naming the file, the entry (`gpus[i]`) and the field at fault.
+    """
+    inventory = _load(path)
+    return inventory.gpus, inventory.unhealthy
+
+
+class FakeGpus:
+    """Implements GpuPort from a fixed list of GPUs, or from a YAML file it keeps watching.
+
+    Every GPU starts healthy as far as the consumer knows; those listed unhealthy (in the file
+    or `unhealthy`) are reported by the first `wait_for_health_events`.
+    """
+
+    def __init__(
+        self,
+        gpus: Iterable[GpuInfo] = (),
+        unhealthy: Mapping[str, str] | None = None,
+        *,
+        path: Path | None = None,
+        poll_interval_s: float = 0.1,
+    ) -> None:
+        self._cond = threading.Condition()
+        self._path = path
+        self._poll_interval_s = poll_interval_s
+        self._stamp: tuple[int, int, int] | None = None
+        self._gpus: list[GpuInfo] = []
+        self._healthy: dict[str, bool] = {}
+        self._pending: list[HealthEvent] = []
+        self._closed = False
+        self._apply(_Inventory(list(gpus), dict(unhealthy or {})), source="the test set-up")
+
+    @classmethod
+    def from_file(cls, path: Path, poll_interval_s: float = 0.1) -> "FakeGpus":
+        """Read and validate `path` now (FakeGpuFileError if invalid), then watch it."""
+        fake = cls(path=path, poll_interval_s=poll_interval_s)
+        with fake._cond:
+            fake._stamp = _stamp(path)
+            fake._apply(_load(path), source=str(path))
+        log.info("fake GPUs from %s: %d GPU(s)", path, len(fake._gpus))
+        return fake
+
+    # GpuPort ----------------------------------------------------------------------------------
+    def discover(self) -> list[GpuInfo]:
+        """The GPUs as the file says now; GpuUnavailable when it lists none."""
+        with self._cond:
+            if self._closed:
+                raise GpuUnavailable("the fake GPU inventory is closed")
+            self._refresh()
+            if not self._gpus:
+                where = f"the fake GPU file {self._path}" if self._path else "the fake inventory"
+                raise GpuUnavailable(f"{where} lists no GPUs")
+            return list(self._gpus)
+
+    def wait_for_health_events(self, timeout_s: float) -> list[HealthEvent]:
+        """Health changes (marks, file edits) within `timeout_s`; polls the file meanwhile."""
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        with self._cond:
+            while not self._closed:
+                self._refresh()
+                if self._pending:
+                    events, self._pending = self._pending, []
+                    return events
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                if self._path is not None:
+                    remaining = min(remaining, self._poll_interval_s)
+                self._cond.wait(remaining)
+            return []
+
+    def close(self) -> None:
+        """Wake any waiter; later waits return nothing."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # test controls ----------------------------------------------------------------------------
+    def mark_unhealthy(self, uuid: str, reason: str = "marked unhealthy by a test") -> None:
+        """Report `uuid` unhealthy to the next (or a waiting) `wait_for_health_events`."""
+        self._set_health(uuid, False, reason)
+
+    def mark_healthy(self, uuid: str, reason: str = "marked healthy by a test") -> None:
+        """Report `uuid` healthy again (real NVML never does; the fake allows it for tests)."""
+        self._set_health(uuid, True, reason)
+
+    def health(self) -> dict[str, bool]:
+        """Each GPU's current health, by uuid."""
+        with self._cond:
+            return dict(self._healthy)
+
+    # internals --------------------------------------------------------------------------------
+    def _set_health(self, uuid: str, healthy: bool, reason: str) -> None:
+        with self._cond:
+            if uuid not in self._healthy:
+                known = ", ".join(self._healthy) or "none"
+                raise ValueError(f"no fake GPU has uuid {uuid!r} (known: {known})")
+            self._change(uuid, healthy, reason)
+            self._cond.notify_all()
+
+    def _change(self, uuid: str, healthy: bool, reason: str) -> None:
+        if self._healthy.get(uuid) == healthy:
+            return
+        self._healthy[uuid] = healthy
+        self._pending.append(HealthEvent(uuid=uuid, healthy=healthy, reason=reason))
+        log.info("fake GPU %s is now %s: %s", uuid, "healthy" if healthy else "unhealthy", reason)
+
+    def _apply(self, inventory: _Inventory, source: str) -> None:
+        current = {gpu.uuid for gpu in inventory.gpus}
+        for uuid in [u for u in self._healthy if u not in current]:
+            self._change(uuid, False, f"removed from {source}")
+            del self._healthy[uuid]
+        self._gpus = inventory.gpus
+        for gpu in inventory.gpus:
+            self._healthy.setdefault(gpu.uuid, True)
+            reason = inventory.unhealthy.get(gpu.uuid)
+            if reason is None:
+                self._change(gpu.uuid, True, f"marked healthy in {source}")
+            else:
+                self._change(gpu.uuid, False, reason or f"marked unhealthy in {source}")
+
+    def _refresh(self) -> None:
+        if self._path is None:
+            return
+        stamp = _stamp(self._path)
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            inventory = _load(self._path)
+        except FakeGpuFileError as err:
+            log.warning("keeping the previous fake GPUs: %s", err)
+            return
+        self._apply(inventory, source=str(self._path))
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+def _load(path: Path) -> _Inventory:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise FakeGpuFileError(f"{path}: cannot read the fake GPU file ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise FakeGpuFileError(f"{path}: not UTF-8 text ({err.reason})") from err
+    except yaml.YAMLError as err:
+        raise FakeGpuFileError(f"{path}: not valid YAML ({_yaml_problem(err)})") from err
+    if not isinstance(raw, dict):
+        got = "an empty file" if raw is None else f"a {type(raw).__name__}"
+        raise FakeGpuFileError(f"{path}: expected a mapping with a `gpus:` list, got {got}")
+    try:
+        parsed = _GpuFile.model_validate(raw)
+    except ValidationError as err:
+        raise FakeGpuFileError(f"{path}: {_validation_problem(err, raw)}") from err
+    return _inventory(parsed, path)
+
+
+def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
+    gpus: list[GpuInfo] = []
+    unhealthy: dict[str, str] = {}
+    uuids: dict[str, int] = {}
+    indexes: dict[int, int] = {}
+    for position, entry in enumerate(parsed.gpus):
+        index = position if entry.index is None else entry.index
+        if entry.uuid in uuids:
+            raise FakeGpuFileError(
+                f"{path}: gpus[{position}].uuid: {entry.uuid} is already used by "
+                f"gpus[{uuids[entry.uuid]}]"
+            )
+        if index in indexes:
+            raise FakeGpuFileError(
+                f"{path}: gpus[{position}].index: {index} is already used by gpus[{indexes[index]}]"
+            )
+        uuids[entry.uuid] = position
+        indexes[index] = position
+        gpus.append(
+            GpuInfo(
+                uuid=entry.uuid,
+                index=index,
+                name=entry.name,
+                memory_mib=entry.memory_mib,
+                numa=entry.numa,
+                mig_enabled=entry.mig,
+            )
+        )
+        if not entry.healthy:
+            unhealthy[entry.uuid] = entry.reason
+    return _Inventory(gpus, unhealthy)
+
+
+def _validation_problem(err: ValidationError, raw: Mapping[str, Any]) -> str:
+    first = err.errors()[0]
+    loc = list(first["loc"])
+    where = ".".join(str(part) for part in loc)
+    if len(loc) >= 2 and loc[0] == "gpus" and isinstance(loc[1], int):
+        where = f"gpus[{loc[1]}]"
+        entry = raw["gpus"][loc[1]]
+        if isinstance(entry, dict) and isinstance(entry.get("uuid"), str):
+            where += f" (uuid {entry['uuid']})"
+        if loc[2:]:
+            where += ": " + ".".join(str(part) for part in loc[2:])
+    messages = {
+        "extra_forbidden": "unknown field",
+        "model_type": "expected a mapping of GPU fields",
+        "dict_type": "expected a mapping",
+    }
+    message = messages.get(first["type"], first["msg"])
+    detail = "" if first["type"] == "missing" else f" (got {first['input']!r})"
+    more = err.error_count() - 1
+    tail = f"; and {more} more problem(s)" if more else ""
+    return f"{where}: {message}{detail}{tail}"
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    return f"{problem} at line {mark.line + 1}" if mark is not None else str(problem)
