@@ -1,0 +1,57 @@
+"""scripts/nvml_probe.py against the patched driver: its JSON report and its no-GPU exit."""
+
+import json
+import runpy
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.nvml.driver import A100_UUID, V100_UUID, Driver, numa, pynvml
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "nvml_probe.py"
+
+
+@pytest.fixture
+def probe() -> Callable[[Sequence[str]], int]:
+    main: Callable[[Sequence[str]], int] = runpy.run_path(str(SCRIPT))["main"]
+    return main
+
+
+def test_probe_prints_gpus_and_the_register_annotation(
+    driver: Driver,
+    sysfs: Path,
+    probe: Callable[[Sequence[str]], int],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    numa(sysfs, "0000:af:00.0", "1")
+    driver.cards[0].register_error = pynvml.NVMLError_NotSupported()
+
+    code = probe(["--wait", "0", "--split-count", "4", "--sysfs-root", str(sysfs)])
+
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(g["uuid"], g["memory_mib"], g["numa"]) for g in report["gpus"]] == [
+        (V100_UUID, 32768, 0),
+        (A100_UUID, 81920, 1),
+    ]
+    registered = json.loads(report["register_annotation"]["hami.io/node-nvidia-register"])
+    assert [(d["id"], d["count"], d.get("health", False)) for d in registered] == [
+        (V100_UUID, 4, False),
+        (A100_UUID, 4, True),
+    ]
+    assert [e["uuid"] for e in report["health_events"]] == [V100_UUID]
+    driver.mocks["nvmlShutdown"].assert_called_once_with()
+
+
+def test_probe_exits_2_with_the_reason_when_there_is_no_gpu(
+    driver: Driver, probe: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    driver.mocks["nvmlInit"].side_effect = pynvml.NVMLError_LibraryNotFound()
+
+    code = probe(["--wait", "0"])
+
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith("nvml_probe: no usable GPU: the NVIDIA driver library libnvidia-ml.so.1")
