@@ -8,6 +8,8 @@ from collections.abc import Sequence
 # sub-command name -> module with `register(subparsers) -> None`; each sets `run` on its parser
 COMMANDS = {
     "simulate": "vgpu.app.simulate.cli",
+    "scheduler": "vgpu.app.scheduler.cli",
+    "device-plugin": "vgpu.app.device_plugin.cli",
 }
 
 

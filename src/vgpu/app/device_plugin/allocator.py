@@ -1,0 +1,196 @@
+"""Allocate: turn the scheduler's grants on the pod into HAMi-core envs and mounts.
+
+For each container the kubelet asks about, the next non-empty container segment of
+`hami.io/vgpu-devices-to-allocate` is checked (count, cards that exist here, sizes within the
+card), answered with the domain's allocation, and emptied in the annotation. When no segment
+is left the pod's bind phase becomes `success` and the node lock is released; any failure sets
+`failed`, releases the lock and refuses the call with the reason.
+"""
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+
+from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.hostdirs import HostDirs
+from vgpu.app.device_plugin.pending import FAILED, SUCCESS, find_pending_pod
+from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
+from vgpu.domain.codec import decode_pod_grants, encode_pod_grants
+from vgpu.domain.errors import DomainError, RequestError
+from vgpu.domain.grant import ContainerGrant
+from vgpu.domain.pod import Container, Pod
+from vgpu.domain.request import parse_request
+from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, Vendor
+from vgpu.ports.cluster import ClusterError, ClusterPort
+from vgpu.ports.kubelet import ContainerResponse, DevicePluginError
+
+log = logging.getLogger(__name__)
+
+
+class Allocator:
+    """Serves Allocate calls for one node. Calls are serialised: each rewrites the pod."""
+
+    def __init__(
+        self,
+        cluster: ClusterPort,
+        gpus: GpuState,
+        node: str,
+        config: AllocationConfig,
+        host: HostDirs,
+        vendor: Vendor,
+        new_cache_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self._cluster = cluster
+        self._gpus = gpus
+        self._node = node
+        self._config = config
+        self._host = host
+        self._vendor = vendor
+        self._new_cache_id = new_cache_id
+        self._lock = threading.Lock()
+
+    def allocate(self, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
+        with self._lock:
+            pod = self._pending_pod()
+            try:
+                return self._serve(pod, requests)
+            except (DevicePluginError, DomainError, ClusterError) as exc:
+                self._fail(pod, str(exc))
+                raise DevicePluginError(f"cannot allocate GPUs for pod {pod.key}: {exc}") from exc
+
+    def pending_grants(self) -> list[ContainerGrant]:
+        """The waiting pod's containers still to serve, in order (for preferred allocation)."""
+        pod = self._pending_pod()
+        text = pod.annotations.get(self._vendor.to_allocate_annotation, "")
+        grants = decode_pod_grants(text, self._vendor.to_allocate_annotation)
+        return [c for c in grants if c]
+
+    # internals -------------------------------------------------------------------------------
+    def _pending_pod(self) -> Pod:
+        try:
+            pod = find_pending_pod(self._cluster, self._node, self._vendor)
+        except ClusterError as exc:
+            raise DevicePluginError(f"cannot look up pods on node {self._node}: {exc}") from exc
+        if pod is None:
+            raise DevicePluginError(
+                f"no pod on node {self._node} is waiting for GPUs: expected a Pending pod with "
+                f"hami.io/vgpu-node={self._node}, hami.io/bind-phase=allocating and grants left "
+                f"in {self._vendor.to_allocate_annotation} (was it scheduled by vgpu?)"
+            )
+        return pod
+
+    def _serve(self, pod: Pod, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
+        key = self._vendor.to_allocate_annotation
+        grants = list(decode_pod_grants(pod.annotations.get(key, ""), key))
+        answers = []
+        served = []
+        for device_ids in requests:
+            index = next((i for i, c in enumerate(grants) if c), None)
+            if index is None:
+                raise DevicePluginError(
+                    f"the kubelet asks for {len(device_ids)} device(s) but {key} has no "
+                    "container left to serve"
+                )
+            container = self._container(pod, index)
+            segment = grants[index]
+            if len(device_ids) != len(segment):
+                raise DevicePluginError(
+                    f"container {container.name!r}: the kubelet asks for {len(device_ids)} "
+                    f"device(s) but the scheduler granted {len(segment)} "
+                    f"({', '.join(g.uuid for g in segment)})"
+                )
+            self._check_cards(container.name, segment)
+            answers.append(self._answer(pod, container, segment))
+            served.append((container.name, segment))
+            grants[index] = ()
+        remaining = encode_pod_grants(tuple(grants))
+        complete = not any(grants)
+        patch = {key: remaining}
+        if complete:
+            patch[BIND_PHASE_ANNOTATION] = SUCCESS
+        self._cluster.patch_pod_annotations(pod.namespace, pod.name, patch)
+        for (name, segment), answer in zip(served, answers, strict=True):
+            log.info(
+                "Allocate for pod %s container %s: %s; envs %s; mounts %s",
+                pod.key,
+                name,
+                ", ".join(f"{g.uuid} {g.memory} MiB {g.cores}% cores" for g in segment),
+                " ".join(f"{k}={v}" for k, v in sorted(answer.envs.items())),
+                ", ".join(f"{m.host_path}->{m.container_path}" for m in answer.mounts),
+            )
+        if complete:
+            self._release_lock(pod)
+            log.info("pod %s has all its GPUs: bind phase %s, node lock released", pod.key, SUCCESS)
+        return answers
+
+    def _container(self, pod: Pod, index: int) -> Container:
+        if index >= len(pod.containers):
+            raise DevicePluginError(
+                f"{self._vendor.to_allocate_annotation} has grants for container #{index} but "
+                f"the pod has only {len(pod.containers)} container(s)"
+            )
+        return pod.containers[index]
+
+    def _check_cards(self, container: str, segment: ContainerGrant) -> None:
+        for grant in segment:
+            if grant.vendor != self._vendor.word:
+                raise DevicePluginError(
+                    f"container {container!r}: card {grant.uuid} is granted as vendor "
+                    f"{grant.vendor!r}, not {self._vendor.word!r}"
+                )
+            card = self._gpus.card(grant.uuid)
+            if card is None:
+                raise DevicePluginError(
+                    f"container {container!r}: granted card {grant.uuid} is not a GPU of node "
+                    f"{self._node} (forged or stale grant); refusing to hand it out"
+                )
+            if grant.memory > card.memory or grant.cores > card.cores:
+                raise DevicePluginError(
+                    f"container {container!r}: grant of {grant.memory} MiB and {grant.cores}% "
+                    f"cores exceeds card {grant.uuid} ({card.memory} MiB, {card.cores}% cores)"
+                )
+
+    def _answer(self, pod: Pod, container: Container, segment: ContainerGrant) -> ContainerResponse:
+        self._host.prepare(pod.uid, container.name)
+        call = AllocationInput(
+            pod_uid=pod.uid,
+            namespace=pod.namespace,
+            container=container.name,
+            cache_id=self._new_cache_id(),
+            container_env=container.env,
+            priority=self._priority(container),
+            libvgpu_host_path=self._host.libvgpu_host_path(),
+            license_present=self._host.license_present(),
+        )
+        allocation = allocate_container(segment, call, self._config)
+        for note in allocation.notes:
+            log.warning("pod %s: %s", pod.key, note)
+        return ContainerResponse(envs=allocation.envs, mounts=allocation.mounts)
+
+    def _priority(self, container: Container) -> int | None:
+        try:
+            request = parse_request(container, self._vendor)
+        except RequestError as exc:
+            log.warning("ignoring the priority of container %r: %s", container.name, exc)
+            return None
+        return None if request is None else request.priority
+
+    def _fail(self, pod: Pod, reason: str) -> None:
+        log.error("Allocate for pod %s failed: %s", pod.key, reason)
+        try:
+            self._cluster.patch_pod_annotations(
+                pod.namespace, pod.name, {BIND_PHASE_ANNOTATION: FAILED}
+            )
+            self._cluster.record_event(
+                pod.namespace, pod.name, "GPUAllocationFailed", reason, warning=True
+            )
+        except ClusterError as exc:
+            log.error("could not mark pod %s as failed: %s", pod.key, exc)
+        self._release_lock(pod)
+
+    def _release_lock(self, pod: Pod) -> None:
+        try:
+            self._cluster.release_node_lock(self._node, pod.namespace, pod.name)
+        except ClusterError as exc:
+            log.error("could not release the lock on node %s for %s: %s", self._node, pod.key, exc)

@@ -1,0 +1,154 @@
+"""`vgpu device-plugin --node-name NODE`: the per-node daemon the kubelet talks to."""
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, load_config
+from vgpu.app.device_plugin.container import DevicePluginContainer
+from vgpu.ports.cluster import ClusterError
+from vgpu.ports.gpu import GpuUnavailable
+from vgpu.ports.kubelet import KubeletError
+
+log = logging.getLogger("vgpu.device_plugin")
+
+DESCRIPTION = """\
+Run the vgpu device plugin on one node. It lists every GPU to the kubelet as split-count
+shareable replicas of the resource (nvidia.com/gpu), publishes the GPUs in the node
+annotation hami.io/node-nvidia-register for the scheduler, and on each Allocate reads the
+scheduler's grants from the pod and answers with HAMi-core's environment and mounts.
+
+Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
+setting name in capitals, e.g. VGPU_SPLIT_COUNT=4; NODE_NAME also sets the node) < flags.
+See docs/device-plugin.md for every setting and the DaemonSet.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "device-plugin",
+        help="run the per-node device plugin (kubelet gRPC + node registration)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
+    add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
+    add(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig for the API server (default: in-cluster, else ~/.kube/config)",
+    )
+    add(
+        "--fake-gpus",
+        type=Path,
+        metavar="FILE",
+        help="take the GPUs from this YAML file instead of NVML (development and tests)",
+    )
+    add(
+        "--plugin-dir",
+        type=Path,
+        metavar="DIR",
+        help="the kubelet's device-plugin directory holding kubelet.sock "
+        "(default /var/lib/kubelet/device-plugins)",
+    )
+    add(
+        "--node-config",
+        type=Path,
+        metavar="FILE",
+        dest="node_config_file",
+        help="JSON file shaped like HAMi's nodeconfig: per-node split count, scaling and "
+        "device filters",
+    )
+    add("--resource-name", metavar="NAME", help="resource to register (default nvidia.com/gpu)")
+    add("--split-count", type=int, metavar="N", help="replicas (shares) per GPU (default 10)")
+    add(
+        "--memory-scaling",
+        type=float,
+        metavar="X",
+        help="register X times each GPU's memory; above 1 oversubscribes (default 1)",
+    )
+    add("--core-scaling", type=float, metavar="X", help="register X x 100%% cores (default 1)")
+    add(
+        "--hook-path",
+        metavar="DIR",
+        help="host dir holding vgpu/libvgpu.so, mounted at the same path (default /usr/local)",
+    )
+    add(
+        "--disable-core-limit",
+        action="store_true",
+        default=None,
+        help="tell HAMi-core not to limit SM utilisation (GPU_CORE_UTILIZATION_POLICY=disable)",
+    )
+    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
+    parser.set_defaults(run=run)
+
+
+_FLAGS = (
+    "node_name",
+    "kubeconfig",
+    "fake_gpus",
+    "plugin_dir",
+    "node_config_file",
+    "resource_name",
+    "split_count",
+    "memory_scaling",
+    "core_scaling",
+    "hook_path",
+    "disable_core_limit",
+    "log_level",
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {name: getattr(args, name, None) for name in _FLAGS}
+    try:
+        config = load_config(args.config, os.environ, overrides)
+    except ConfigError as exc:
+        print(f"vgpu device-plugin: {exc}", file=sys.stderr)
+        return 2
+    _setup_logging(config)
+    return serve(config)
+
+
+def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = None) -> int:
+    """Build everything from `config` and run until SIGTERM or SIGINT; the exit code."""
+    container = container or DevicePluginContainer(config=config)
+    log.info(
+        "starting on node %s: resource %s, split count %d, plugin dir %s",
+        config.node_name,
+        config.resource_name,
+        config.split_count,
+        config.plugin_dir,
+    )
+    try:
+        daemon = container.daemon()
+    except (ConfigError, GpuUnavailable, ClusterError, KubeletError, ValueError) as exc:
+        log.error("cannot start the device plugin: %s", exc)
+        return 1
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    daemon.run(stop)
+    return 0
+
+
+def _setup_logging(config: DevicePluginConfig) -> None:
+    logging.basicConfig(
+        level=config.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )

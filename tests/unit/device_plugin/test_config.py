@@ -1,0 +1,82 @@
+from pathlib import Path
+
+import pytest
+
+from vgpu.app.device_plugin.config import ConfigError, load_config
+
+
+def test_defaults_follow_hami_with_the_node_from_node_name() -> None:
+    config = load_config(env={"NODE_NAME": "gpu-node-1"})
+
+    assert config.node_name == "gpu-node-1"
+    assert (config.resource_name, config.split_count) == ("nvidia.com/gpu", 10)
+    assert (config.memory_scaling, config.core_scaling) == (1.0, 1.0)
+    assert config.plugin_dir == Path("/var/lib/kubelet/device-plugins")
+    assert config.socket_name == "nvidia-gpu.sock"
+
+
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
+    path = tmp_path / "plugin.yaml"
+    path.write_text("node_name: from-file\nsplit_count: 4\nmemory_scaling: 2\nhook_path: /opt\n")
+
+    config = load_config(
+        path,
+        env={"VGPU_SPLIT_COUNT": "6", "VGPU_DISABLE_CONTROL_NAMESPACES": "ops, research"},
+        overrides={"split_count": 8, "hook_path": None},
+    )
+
+    assert config.node_name == "from-file"
+    assert config.split_count == 8
+    assert config.memory_scaling == 2.0
+    assert config.hook_path == "/opt"
+    assert config.disable_control_namespaces == ("ops", "research")
+
+
+def test_vgpu_node_name_wins_over_node_name() -> None:
+    config = load_config(env={"NODE_NAME": "a", "VGPU_NODE_NAME": "b"})
+    assert config.node_name == "b"
+
+
+def test_a_bad_value_names_the_field_the_value_and_where_it_came_from() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(env={"NODE_NAME": "n", "VGPU_SPLIT_COUNT": "0"})
+    message = str(err.value)
+    assert "split_count" in message and "'0'" in message and "VGPU_SPLIT_COUNT" in message
+
+
+def test_the_node_name_is_required() -> None:
+    with pytest.raises(ConfigError, match=r"node_name is required.*--node-name.*NODE_NAME"):
+        load_config(env={})
+
+
+def test_a_resource_name_must_be_an_extended_resource() -> None:
+    with pytest.raises(ConfigError, match=r"resource_name.*extended resource"):
+        load_config(overrides={"node_name": "n", "resource_name": "gpu"})
+
+
+def test_an_unknown_key_in_the_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plugin.yaml"
+    path.write_text("node_name: n\nsplitcount: 3\n")
+    with pytest.raises(ConfigError, match=f"splitcount.*Extra inputs.*{path}"):
+        load_config(path)
+
+
+def test_an_unreadable_or_malformed_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"cannot read .*missing\.yaml"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml must hold a mapping"):
+        load_config(bad)
+
+
+def test_the_socket_name_follows_the_resource_or_the_endpoint_setting() -> None:
+    assert load_config(
+        overrides={"node_name": "n", "resource_name": "example.com/vgpu"}
+    ).socket_name == ("example-vgpu.sock")
+    assert (
+        load_config(overrides={"node_name": "n", "endpoint": "mine.sock"}).socket_name
+        == "mine.sock"
+    )
+    with pytest.raises(ConfigError, match="endpoint"):
+        load_config(overrides={"node_name": "n", "endpoint": "../escape.sock"})

@@ -1,0 +1,135 @@
+from collections.abc import Callable, Iterator, Sequence
+
+from vgpu.app.device_plugin.session import KubeletSession
+from vgpu.ports.kubelet import (
+    ContainerResponse,
+    DevicePluginHandler,
+    KubeletError,
+    PluginDevice,
+    PluginOptions,
+    PreferredRequest,
+)
+
+OPTIONS = PluginOptions(get_preferred_allocation_available=True)
+
+
+class NullHandler:
+    def options(self) -> PluginOptions:
+        return OPTIONS
+
+    def watch_devices(self, active: Callable[[], bool]) -> Iterator[list[PluginDevice]]:
+        yield []
+
+    def preferred_allocation(self, requests: Sequence[PreferredRequest]) -> list[list[str]]:
+        return []
+
+    def allocate(self, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
+        return []
+
+    def pre_start(self, device_ids: Sequence[str]) -> None:
+        return None
+
+
+class FakeKubelet:
+    """Records calls; `fail_register` refusals, `restarted` reports a kubelet restart."""
+
+    socket_path = "/plugins/nvidia-gpu.sock"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.fail_register = 0
+        self.restarted = False
+        self.registered: list[tuple[str, PluginOptions]] = []
+
+    def serve(self, handler: DevicePluginHandler) -> None:
+        self.calls.append("serve")
+        self.restarted = False
+
+    def register(self, resource_name: str, options: PluginOptions) -> None:
+        self.calls.append("register")
+        if self.fail_register:
+            self.fail_register -= 1
+            raise KubeletError("kubelet socket /plugins/kubelet.sock does not exist")
+        self.registered.append((resource_name, options))
+
+    def kubelet_restarted(self) -> bool:
+        return self.restarted
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _session(kubelet: FakeKubelet, clock: Clock) -> KubeletSession:
+    return KubeletSession(kubelet, NullHandler(), "nvidia.com/gpu", OPTIONS, 5.0, clock)
+
+
+def test_start_serves_before_it_registers() -> None:
+    kubelet = FakeKubelet()
+    session = _session(kubelet, Clock())
+
+    session.start()
+
+    assert kubelet.calls == ["serve", "register"]
+    assert kubelet.registered == [("nvidia.com/gpu", OPTIONS)]
+    assert session.registered
+
+
+def test_a_failed_registration_is_retried_after_the_delay_without_serving_again() -> None:
+    kubelet, clock = FakeKubelet(), Clock()
+    kubelet.fail_register = 1
+    session = _session(kubelet, clock)
+    session.start()
+    assert not session.registered
+
+    clock.now += 4.9
+    session.tick()
+    assert kubelet.calls == ["serve", "register"]
+
+    clock.now += 0.2
+    session.tick()
+    assert kubelet.calls == ["serve", "register", "register"]
+    assert session.registered
+
+
+def test_a_kubelet_restart_leads_to_serving_and_registering_again() -> None:
+    kubelet, clock = FakeKubelet(), Clock()
+    session = _session(kubelet, clock)
+    session.start()
+    session.tick()
+    assert kubelet.calls == ["serve", "register"]
+
+    kubelet.restarted = True
+    session.tick()
+
+    assert kubelet.calls == ["serve", "register", "serve", "register"]
+    assert session.registrations == 2
+
+
+def test_a_restart_while_waiting_to_retry_serves_again_before_registering() -> None:
+    kubelet, clock = FakeKubelet(), Clock()
+    kubelet.fail_register = 1
+    session = _session(kubelet, clock)
+    session.start()
+
+    kubelet.restarted = True
+    clock.now += 5.1
+    session.tick()
+
+    assert kubelet.calls == ["serve", "register", "serve", "register"]
+    assert session.registered
+
+
+def test_stop_stops_the_kubelet_side() -> None:
+    kubelet = FakeKubelet()
+    session = _session(kubelet, Clock())
+    session.start()
+    session.stop()
+    assert kubelet.calls[-1] == "stop" and not session.registered
