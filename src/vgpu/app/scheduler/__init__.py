@@ -1,0 +1,7 @@
+"""`vgpu scheduler`: the admission webhook and kube-scheduler extender (filter, prioritize, bind).
+
+Modules, one idea each: `config` (settings), `state` (ledger, quota and reservations under one
+lock), `follower` (cluster events into the state), `service` (the use cases), `wire` (HTTP body
+models), `http` (FastAPI routes), `metrics` (Prometheus), `runtime` (start, sync, sweep, stop),
+`fake_mode` (the `--fake-cluster` file), `container` (wiring) and `cli`.
+"""

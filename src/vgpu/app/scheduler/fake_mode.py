@@ -1,0 +1,153 @@
+"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML.
+
+The file (every section optional)::
+
+    nodes:
+      - name: node-a
+        gpus:                       # written as the node's register annotation
+          - uuid: GPU-03f69c50-207a-2038-9b45-23cac89cb67d
+            type: NVIDIA A40
+            memory: 46068           # MiB
+            count: 10               # split count (default 10)
+            cores: 100              # default 100
+            numa: 0
+            healthy: true
+        annotations:                # any other node annotation, e.g. hami.io/device-cordon
+          hami.io/device-cordon: ""
+    pods:                           # Kubernetes Pod manifests, as `kubectl get pod -o yaml` shows
+      - metadata: {name: running, namespace: default, annotations: {...}}
+        spec: {nodeName: node-a, containers: [...]}
+        status: {phase: Running}
+    quotas:
+      - namespace: team-a
+        name: gpu-quota
+        hard: {limits.nvidia.com/gpumem: "20000", limits.nvidia.com/gpucores: "200"}
+
+In this mode the process also plays the API server's part for pods: a pod named in a filter
+request that the file does not list is created (pending) so that its annotations can be written
+and it can be bound.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.app.scheduler.errors import explain
+from vgpu.domain import (
+    ClusterNode,
+    Device,
+    DomainError,
+    Pod,
+    Vendor,
+    encode_node_devices,
+    pod_from_manifest,
+)
+from vgpu.ports.cluster import Quota
+
+
+class FakeClusterError(ValueError):
+    """The fake cluster file cannot be used; the message names the entry and field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GpuEntry(_Model):
+    uuid: str = Field(min_length=1, pattern=r"^[^,:;]+$")
+    type: str = Field(min_length=1, pattern=r"^[^,:;]+$")
+    memory: int = Field(gt=0, le=2**31 - 1)
+    count: int = Field(10, gt=0, le=2**31 - 1)
+    cores: int = Field(100, ge=0, le=2**31 - 1)
+    numa: int = Field(0, ge=0)
+    index: int | None = Field(None, ge=0)
+    healthy: bool = True
+    mode: str = "hami-core"
+
+
+class NodeEntry(_Model):
+    name: str = Field(min_length=1)
+    gpus: list[GpuEntry] = []
+    annotations: dict[str, str] = {}
+
+
+class QuotaEntry(_Model):
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    hard: dict[str, str | int] = {}
+
+
+class FakeClusterFile(_Model):
+    nodes: list[NodeEntry] = []
+    pods: list[dict[str, Any]] = []
+    quotas: list[QuotaEntry] = []
+
+
+def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
+    """A FakeCluster filled from the YAML file; FakeClusterError says what is wrong where."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FakeClusterError(f"cannot read fake cluster file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise FakeClusterError(f"fake cluster file {path} is not valid YAML: {exc}") from None
+    try:
+        spec = FakeClusterFile.model_validate(data or {})
+    except ValidationError as exc:
+        raise FakeClusterError(f"fake cluster file {path}: " + explain(exc)) from None
+    return build_fake_cluster(spec, vendor, str(path))
+
+
+def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -> FakeCluster:
+    cluster = FakeCluster()
+    for position, entry in enumerate(spec.nodes):
+        annotations = dict(entry.annotations)
+        if entry.gpus:
+            if vendor.register_annotation in annotations:
+                raise FakeClusterError(
+                    f"{where}: nodes.{position}: give either gpus or the "
+                    f"{vendor.register_annotation} annotation, not both"
+                )
+            annotations[vendor.register_annotation] = encode_node_devices(
+                [_device(g, i) for i, g in enumerate(entry.gpus)]
+            )
+        cluster.put_node(ClusterNode(entry.name, annotations))
+    for entry_quota in spec.quotas:
+        cluster.put_quota(Quota(entry_quota.namespace, entry_quota.name, entry_quota.hard))
+    for position, manifest in enumerate(spec.pods):
+        try:
+            pod = pod_from_manifest(manifest)
+        except DomainError as exc:
+            raise FakeClusterError(f"{where}: pods.{position}: {exc}") from None
+        if not pod.name:
+            raise FakeClusterError(f"{where}: pods.{position}: metadata.name is missing")
+        cluster.put_pod(pod)
+    return cluster
+
+
+def _device(gpu: GpuEntry, position: int) -> Device:
+    return Device(
+        uuid=gpu.uuid,
+        index=position if gpu.index is None else gpu.index,
+        type=gpu.type,
+        count=gpu.count,
+        memory=gpu.memory,
+        cores=gpu.cores,
+        numa=gpu.numa,
+        healthy=gpu.healthy,
+        mode=gpu.mode,
+    )
+
+
+class PodRecorder:
+    """Plays the API server's part: pods the scheduler is asked about exist in the fake."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self._cluster = cluster
+
+    def __call__(self, pod: Pod) -> None:
+        if self._cluster.get_pod(pod.namespace, pod.name) is None:
+            self._cluster.put_pod(pod)

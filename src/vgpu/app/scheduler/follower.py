@@ -1,0 +1,173 @@
+"""Keep the scheduler's state in step with the cluster: nodes, pods and ResourceQuotas.
+
+Every event is applied on its own and never raises: a malformed node annotation makes that node
+unusable (with the reason kept for filter replies), a malformed pod annotation makes that pod
+ignored, a malformed quota is skipped; each with a log line.
+"""
+
+import logging
+from collections.abc import Callable
+
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.domain import (
+    ClusterNode,
+    DomainError,
+    Pod,
+    QuotaLimits,
+    Vendor,
+    decode_pod_grants,
+    limits_from_hard,
+)
+from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
+from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
+
+log = logging.getLogger(__name__)
+
+
+def grant_signature(node: str, assigned_time: str, allocated: str) -> str:
+    """Identifies one scheduling decision written on a pod."""
+    return f"{node}|{assigned_time}|{allocated}"
+
+
+class ClusterFollower:
+    """Applies cluster events to a SchedulerState."""
+
+    def __init__(
+        self,
+        state: SchedulerState,
+        vendor: Vendor,
+        memory_factor: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self._state = state
+        self._vendor = vendor
+        self._memory_factor = memory_factor
+        self._clock = clock
+        self._quotas: dict[tuple[str, str], QuotaLimits] = {}
+
+    def handle(self, event: ClusterEvent) -> None:
+        """Apply one event; problems are logged, never raised."""
+        try:
+            if event.kind is Kind.NODE and isinstance(event.obj, ClusterNode):
+                self._node(event.action, event.obj)
+            elif event.kind is Kind.POD and isinstance(event.obj, Pod):
+                self._pod(event.action, event.obj)
+            elif event.kind is Kind.QUOTA and isinstance(event.obj, Quota):
+                self._quota(event.action, event.obj)
+        except Exception:  # a bug here must not kill the adapter's watch thread
+            log.exception("could not apply %s %s event", event.kind, event.action)
+
+    def rebuild(self, cluster: ClusterPort) -> None:
+        """Read every node, quota and pod (after a start or restart) into the state."""
+        nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
+        for node in nodes:
+            self.handle(ClusterEvent(Kind.NODE, Action.ADDED, node))
+        for quota in quotas:
+            self.handle(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
+        for pod in pods:
+            self.handle(ClusterEvent(Kind.POD, Action.ADDED, pod))
+        log.info(
+            "state rebuilt from the cluster: %d nodes, %d quotas, %d pods, %d holding GPUs",
+            len(nodes),
+            len(quotas),
+            len(pods),
+            len(self._state.ledger.pods()),
+        )
+
+    # nodes -----------------------------------------------------------------------------------
+    def _node(self, action: Action, node: ClusterNode) -> None:
+        state = self._state
+        if action is Action.DELETED or self._vendor.register_annotation not in node.annotations:
+            with state.locked():
+                state.clear_node_problem(node.name)
+                state.ledger.remove_node(node.name)
+            return
+        try:
+            devices = node.devices(self._vendor)
+            cordoned = node.cordoned(self._vendor)
+        except DomainError as exc:
+            problem = f"node {node.name} is not usable: {exc}"
+            if state.node_problem(node.name) != problem:
+                log.warning("%s; fix the annotation to use its GPUs again", problem)
+            state.set_node_problem(node.name, problem)
+            return
+        with state.locked():
+            if state.node_problem(node.name) is not None:
+                log.info("node %s: register annotation readable again", node.name)
+            state.clear_node_problem(node.name)
+            state.ledger.set_node(node.name, devices, cordoned)
+
+    # pods ------------------------------------------------------------------------------------
+    def _pod(self, action: Action, pod: Pod) -> None:
+        state = self._state
+        if action is Action.DELETED:
+            state.forget(pod.key)
+            return
+        if pod.is_finished:
+            if state.release(pod.key):
+                log.info("pod %s %s: its GPU slices are free again", pod.key, pod.phase)
+            return
+        allocated = pod.annotations.get(self._vendor.allocated_annotation)
+        node = pod.annotations.get(ASSIGNED_NODE_ANNOTATION, "") or pod.node_name
+        if not allocated or not node:
+            return
+        assigned = pod.annotations.get(ASSIGNED_TIME_ANNOTATION, "")
+        signature = grant_signature(node, assigned, allocated)
+        if not pod.node_name and state.is_revoked(pod.key, signature):
+            return
+        try:
+            grants = decode_pod_grants(allocated, self._vendor.allocated_annotation)
+        except DomainError as exc:
+            log.warning("pod %s ignored: %s", pod.key, exc)
+            return
+        with state.locked():
+            problems = state.hold(
+                pod.key, pod.namespace, node, grants, pod.init_count, strict=False
+            )
+            if pod.node_name:
+                state.bound(pod.key)
+            else:
+                current = state.reservation(pod.key)
+                if current is None or current.signature != signature:
+                    state.reserve(pod.key, node, self._since(assigned), signature)
+        for problem in problems:
+            log.warning("%s", problem)
+
+    def _since(self, assigned: str) -> float:
+        try:
+            return float(int(assigned))
+        except ValueError:
+            return self._clock()
+
+    # quotas ----------------------------------------------------------------------------------
+    def _quota(self, action: Action, quota: Quota) -> None:
+        with self._state.locked():
+            self._quota_locked(action, quota)
+
+    def _quota_locked(self, action: Action, quota: Quota) -> None:
+        key = (quota.namespace, quota.name)
+        if action is Action.DELETED:
+            self._quotas.pop(key, None)
+        else:
+            try:
+                limits = limits_from_hard(quota.hard, self._vendor, self._memory_factor)
+            except DomainError as exc:
+                log.warning("ResourceQuota %s/%s ignored: %s", quota.namespace, quota.name, exc)
+                self._quotas.pop(key, None)
+            else:
+                self._quotas[key] = limits
+        self._state.set_quota(quota.namespace, self._combined(quota.namespace))
+
+    def _combined(self, namespace: str) -> QuotaLimits:
+        """Several quotas in one namespace: the tightest limit of each kind applies."""
+        found = [limits for (ns, _), limits in self._quotas.items() if ns == namespace]
+
+        def tightest(values: list[int | None]) -> int | None:
+            given = [v for v in values if v is not None]
+            return min(given) if given else None
+
+        return QuotaLimits(
+            memory=tightest([q.memory for q in found]),
+            cores=tightest([q.cores for q in found]),
+            cards=tightest([q.cards for q in found]),
+        )

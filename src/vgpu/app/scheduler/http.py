@@ -1,0 +1,213 @@
+"""The HTTP face of the scheduler: webhook, extender verbs, health, readiness and metrics.
+
+Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
+webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
+log line, never a 500 with a stack trace, and never a change to the ledger.
+"""
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
+from vgpu.app.scheduler.service import SchedulerService
+from vgpu.app.scheduler.wire import (
+    BODY_LIMIT,
+    AdmissionReview,
+    BindingArgs,
+    BodyError,
+    ExtenderArgs,
+    admission_reply,
+    bind_reply,
+    decode,
+    filter_error,
+    filter_reply,
+    prioritize_reply,
+    review_identity,
+)
+
+log = logging.getLogger(__name__)
+
+Readiness = Callable[[], str]  # '' when ready, else why not
+
+
+def create_app(
+    service: SchedulerService,
+    metrics: SchedulerMetrics,
+    readiness: Readiness,
+    on_start: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> FastAPI:
+    """The ASGI app. `on_start`/`on_stop` run when the server starts and stops."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if on_start is not None:
+            await run_in_threadpool(on_start)
+        try:
+            yield
+        finally:
+            if on_stop is not None:
+                await run_in_threadpool(on_stop)
+
+    app = FastAPI(
+        title="vgpu scheduler",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+
+    @app.post("/filter")
+    async def filter_(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        try:
+            args = decode(await _body(request), ExtenderArgs, fold_case=True)
+            result = await run_in_threadpool(
+                service.filter, args.Pod, args.NodeNames, args.node_objects()
+            )
+            reply = filter_reply(result)
+            outcome = "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
+        except BodyError as exc:
+            log.warning("filter: bad request: %s", exc)
+            reply, outcome = filter_error(f"bad request: {exc}"), "error"
+        except Exception as exc:
+            log.exception("filter failed")
+            reply, outcome = filter_error(f"internal error: {exc}"), "error"
+        _observe(metrics, "filter", outcome, started)
+        return JSONResponse(reply)
+
+    @app.post("/prioritize")
+    async def prioritize(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        try:
+            args = decode(await _body(request), ExtenderArgs, fold_case=True)
+            result = await run_in_threadpool(
+                service.prioritize, args.Pod, args.NodeNames, args.node_objects()
+            )
+        except BodyError as exc:
+            log.warning("prioritize: bad request: %s", exc)
+            _observe(metrics, "prioritize", "error", started)
+            return JSONResponse({"Error": f"bad request: {exc}"}, status_code=400)
+        except Exception as exc:
+            log.exception("prioritize failed")
+            _observe(metrics, "prioritize", "error", started)
+            return JSONResponse({"Error": f"internal error: {exc}"}, status_code=400)
+        if result.error:
+            log.warning("prioritize: %s", result.error)
+            _observe(metrics, "prioritize", "error", started)
+            return JSONResponse({"Error": result.error}, status_code=400)
+        _observe(metrics, "prioritize", "scored", started)
+        return JSONResponse(prioritize_reply(result))
+
+    @app.post("/bind")
+    async def bind(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        try:
+            args = decode(await _body(request), BindingArgs, fold_case=True)
+            error = await run_in_threadpool(
+                service.bind, args.PodNamespace, args.PodName, args.PodUID, args.Node
+            )
+        except BodyError as exc:
+            log.warning("bind: bad request: %s", exc)
+            error = f"bad request: {exc}"
+        except Exception as exc:
+            log.exception("bind failed")
+            error = f"internal error: {exc}"
+        _observe(metrics, "bind", "error" if error else "bound", started)
+        return JSONResponse(bind_reply(error))
+
+    @app.post("/webhook")
+    async def webhook(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        body = b""
+        try:
+            body = await _body(request)
+            reply = await run_in_threadpool(_review, service, decode(body, AdmissionReview))
+        except BodyError as exc:
+            version, uid = review_identity(body)
+            log.warning("webhook: bad AdmissionReview: %s", exc)
+            reply = admission_reply(
+                version, uid, allowed=False, code=400, message=f"bad AdmissionReview: {exc}"
+            )
+        except Exception as exc:
+            version, uid = review_identity(body)
+            log.exception("webhook failed")
+            reply = admission_reply(
+                version, uid, allowed=False, code=500, message=f"internal error: {exc}"
+            )
+        allowed = reply["response"]["allowed"]
+        _observe(metrics, "webhook", "allowed" if allowed else "denied", started)
+        return JSONResponse(reply)
+
+    @app.get("/healthz")
+    def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @app.get("/readyz")
+    def readyz() -> PlainTextResponse:
+        why = readiness()
+        if why:
+            return PlainTextResponse(f"not ready: {why}", status_code=503)
+        return PlainTextResponse("ok")
+
+    @app.get("/metrics")
+    def metrics_() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return app
+
+
+def _review(service: SchedulerService, review: AdmissionReview) -> dict[str, Any]:
+    request = review.request
+    version, uid = review.apiVersion, request.uid
+    kind = (request.kind or {}).get("kind", "Pod")
+    if kind != "Pod" or request.operation != "CREATE":
+        return admission_reply(
+            version, uid, allowed=True, code=200, message=f"{request.operation} {kind}: not ours"
+        )
+    if request.object is None:
+        return admission_reply(
+            version, uid, allowed=False, code=400, message="request.object (the pod) is missing"
+        )
+    decision = service.admit(request.object, request.namespace)
+    meta = request.object.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    who = f"{request.namespace}/{meta.get('name') or meta.get('generateName') or '?'}"
+    if not decision.allowed:
+        log.info("webhook: pod %s denied: %s", who, decision.message)
+        return admission_reply(version, uid, allowed=False, code=403, message=decision.message)
+    if decision.mutates:
+        log.info("webhook: pod %s: %s", who, decision.message)
+        return admission_reply(version, uid, allowed=True, code=200, patch=decision.patch)
+    return admission_reply(version, uid, allowed=True, code=200, message=decision.message)
+
+
+async def _body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > BODY_LIMIT:
+        raise BodyError(f"request body of {declared} bytes is over the {BODY_LIMIT} byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _survivors(reply: dict[str, Any]) -> bool:
+    nodes = reply["Nodes"]
+    return bool(reply["NodeNames"]) or bool(nodes and nodes["items"])
+
+
+def _observe(metrics: SchedulerMetrics, verb: str, outcome: str, started: float) -> None:
+    metrics.latency.labels(verb).observe(time.perf_counter() - started)
+    metrics.outcomes.labels(verb, outcome).inc()

@@ -1,0 +1,141 @@
+"""Start, sync, sweep and stop: the scheduler's life around the HTTP server.
+
+On start the follower subscribes to cluster events, the adapter's caches fill, and the state is
+rebuilt from the cluster (nodes, quotas, pods' grant annotations) before the replica reports
+ready. A sweeper releases reservations whose pod was never bound within the timeout.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.ports.cluster import ClusterPort
+
+log = logging.getLogger(__name__)
+
+
+class Lifecycle(Protocol):
+    """What a caching cluster adapter offers beyond ClusterPort."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def wait_synced(self, timeout: float) -> bool: ...
+
+
+class Leadership(Protocol):
+    """A leader elector: only the leader schedules."""
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class SchedulerRuntime:
+    """Runs the follower, the initial sync and the reservation sweeper; answers readiness."""
+
+    def __init__(
+        self,
+        cluster: ClusterPort,
+        state: SchedulerState,
+        follower: ClusterFollower,
+        clock: Callable[[], float],
+        reservation_timeout: float,
+        sync_timeout: float,
+        lifecycle: Lifecycle | None = None,
+        leadership: Leadership | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._state = state
+        self._follower = follower
+        self._clock = clock
+        self._timeout = reservation_timeout
+        self._sync_timeout = sync_timeout
+        self._lifecycle = lifecycle
+        self._leadership = leadership
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def is_leader(self) -> bool:
+        return self._leadership is None or self._leadership.is_leader
+
+    def readiness(self) -> str:
+        """'' when this replica can schedule, else the reason it cannot."""
+        if not self._state.synced:
+            return "cluster state not synced yet"
+        if not self.is_leader():
+            return "not the leader"
+        return ""
+
+    def start(self) -> None:
+        self._unsubscribe = self._cluster.subscribe(self._follower.handle)
+        if self._lifecycle is not None:
+            self._lifecycle.start()
+        if self._leadership is not None:
+            self._leadership.start()
+        self._spawn("vgpu-sync", self._sync)
+        self._spawn("vgpu-sweeper", self._sweep)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self._leadership is not None:
+            self._leadership.stop()
+        if self._lifecycle is not None:
+            self._lifecycle.stop()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+    def sync_now(self) -> None:
+        """Rebuild the state from the cluster and report ready (used at start)."""
+        self._follower.rebuild(self._cluster)
+        self._state.mark_synced()
+
+    def sweep_now(self) -> int:
+        """Release reservations older than the timeout; returns how many."""
+        expired = self._state.expire(self._clock(), self._timeout)
+        for reservation in expired:
+            log.warning(
+                "pod %s was not bound to %s within %.0f s: its GPU reservation is released",
+                reservation.pod,
+                reservation.node,
+                self._timeout,
+            )
+        return len(expired)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _sync(self) -> None:
+        waited = 0.0
+        while self._lifecycle is not None and not self._stopping.is_set():
+            if self._lifecycle.wait_synced(self._sync_timeout):
+                break
+            waited += self._sync_timeout
+            log.warning("cluster caches not synced after %.0f s; still waiting", waited)
+        while not self._stopping.is_set():
+            try:
+                self.sync_now()
+                return
+            except Exception:
+                log.exception("could not read the cluster; not ready, retrying in 5 s")
+                self._stopping.wait(5.0)
+
+    def _sweep(self) -> None:
+        period = max(min(self._timeout / 4, 5.0), 0.05)
+        while not self._stopping.wait(period):
+            try:
+                self.sweep_now()
+            except Exception:
+                log.exception("reservation sweep failed")

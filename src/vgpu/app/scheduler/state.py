@@ -1,0 +1,241 @@
+"""What the scheduler knows, under one lock: the usage ledger, quota, reservations, node faults.
+
+A *reservation* is a grant the scheduler made (or found on a pod's annotations) for a pod that
+is not bound to its node yet. It expires after the configured timeout so that a pod that is
+never bound cannot hold cards forever. Once expired or given up, a reservation is remembered
+as *revoked* by its annotation signature, so that late events carrying the same annotations do
+not bring it back; a pod that really got bound with those annotations is counted again.
+"""
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from vgpu.domain import (
+    Budget,
+    Ledger,
+    NodeRejection,
+    NodeView,
+    PodGrants,
+    QuotaBook,
+    QuotaLimits,
+    Reason,
+    Usage,
+)
+from vgpu.domain.quota import pod_charge
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """An unbound pod's hold on cards: since when, under which annotation signature."""
+
+    pod: str
+    node: str
+    since: float
+    signature: str
+    binding: bool = False  # a bind is in flight; the sweeper leaves it alone
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A consistent copy of the state for metrics."""
+
+    views: tuple[NodeView, ...]
+    pods: tuple[tuple[str, str, dict[str, Usage]], ...]  # pod key, node, footprint
+    quotas: tuple[tuple[str, QuotaLimits, Usage], ...]  # namespace, limits, used
+
+
+class SchedulerState:
+    """The ledger, the quota book, reservations and per-node problems, guarded together.
+
+    Callers that must decide and record atomically hold `locked()` around both steps; every
+    method also takes the (re-entrant) lock itself.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.ledger = Ledger()
+        self.quota = QuotaBook()
+        self._problems: dict[str, str] = {}
+        self._reservations: dict[str, Reservation] = {}
+        self._revoked: dict[str, str] = {}
+        self._limited: set[str] = set()
+        self._synced = False
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    # readiness -------------------------------------------------------------------------------
+    @property
+    def synced(self) -> bool:
+        with self._lock:
+            return self._synced
+
+    def mark_synced(self) -> None:
+        with self._lock:
+            self._synced = True
+
+    # nodes -----------------------------------------------------------------------------------
+    def node_problem(self, node: str) -> str | None:
+        with self._lock:
+            return self._problems.get(node)
+
+    def set_node_problem(self, node: str, problem: str) -> None:
+        with self._lock:
+            self._problems[node] = problem
+            self.ledger.remove_node(node)
+
+    def clear_node_problem(self, node: str) -> None:
+        with self._lock:
+            self._problems.pop(node, None)
+
+    def views(
+        self, names: Iterable[str], exclude_pod: str | None = None
+    ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
+        """Candidate nodes as `decide` wants them, and rejections for nodes known to be broken.
+
+        `exclude_pod` leaves that pod's own grant out of the usage (re-scoring a pod that
+        already holds a reservation must not count it against itself).
+        """
+        with self._lock:
+            views: list[NodeView] = []
+            broken: dict[str, NodeRejection] = {}
+            own = self.ledger.allocation(exclude_pod) if exclude_pod else None
+            for name in dict.fromkeys(names):
+                problem = self._problems.get(name)
+                if problem is not None:
+                    broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
+                    continue
+                view = self.ledger.view(name)
+                if own is not None and own.node == name:
+                    usage = dict(view.usage)
+                    for uuid, amount in own.footprint.items():
+                        usage[uuid] = usage.get(uuid, Usage()) - amount
+                    view = replace(view, usage=usage)
+                else:
+                    view = replace(view, usage=dict(view.usage))
+                views.append(view)
+            return views, broken
+
+    def usage_view(self, name: str) -> NodeView:
+        with self._lock:
+            view = self.ledger.view(name)
+            return replace(view, usage=dict(view.usage))
+
+    def set_quota(self, namespace: str, limits: QuotaLimits) -> None:
+        """Replace a namespace's limits (unlimited clears them)."""
+        with self._lock:
+            self.quota.set_limits(namespace, limits)
+            if limits.is_unlimited:
+                self._limited.discard(namespace)
+            else:
+                self._limited.add(namespace)
+
+    def budget(self, namespace: str, exclude_pod: str | None = None, init_count: int = 0) -> Budget:
+        """What the namespace may still take; `exclude_pod` hands that pod's own charge back."""
+        with self._lock:
+            budget = self.quota.budget(namespace)
+            own = self.ledger.allocation(exclude_pod) if exclude_pod else None
+            if own is None or budget.blocked:
+                return budget
+            charge = pod_charge(own.grants, init_count)
+
+            def back(left: int | None, amount: int) -> int | None:
+                return None if left is None else left + amount
+
+            return Budget(
+                memory=back(budget.memory, charge.memory),
+                cores=back(budget.cores, charge.cores),
+                cards=back(budget.cards, charge.slices),
+            )
+
+    # pods ------------------------------------------------------------------------------------
+    def hold(
+        self,
+        pod: str,
+        namespace: str,
+        node: str,
+        grants: PodGrants,
+        init_count: int,
+        *,
+        strict: bool,
+    ) -> list[str]:
+        """Count a pod's grants in the ledger and its namespace's quota; returns problems.
+
+        With `strict`, LedgerError is raised (and nothing changes) if a card would overflow.
+        """
+        with self._lock:
+            problems = self.ledger.grant(pod, node, grants, init_count, strict=strict)
+            self.quota.charge(pod, namespace, grants, init_count)
+            return problems
+
+    def reserve(self, pod: str, node: str, since: float, signature: str) -> None:
+        with self._lock:
+            self._reservations[pod] = Reservation(pod, node, since, signature)
+            self._revoked.pop(pod, None)
+
+    def reservation(self, pod: str) -> Reservation | None:
+        with self._lock:
+            return self._reservations.get(pod)
+
+    def start_binding(self, pod: str) -> None:
+        with self._lock:
+            current = self._reservations.get(pod)
+            if current is not None:
+                self._reservations[pod] = replace(current, binding=True)
+
+    def bound(self, pod: str) -> None:
+        """The pod is on its node now: its grant stays, the reservation clock stops."""
+        with self._lock:
+            self._reservations.pop(pod, None)
+            self._revoked.pop(pod, None)
+
+    def release(self, pod: str, *, revoke: bool = False) -> bool:
+        """Give back a pod's cards and quota; with `revoke`, ignore its current annotations
+        from now on (until it is bound or scheduled again). False if it held nothing."""
+        with self._lock:
+            held = self.ledger.release(pod)
+            self.quota.refund(pod)
+            reservation = self._reservations.pop(pod, None)
+            if revoke and reservation is not None:
+                self._revoked[pod] = reservation.signature
+            return held
+
+    def forget(self, pod: str) -> None:
+        """The pod is gone for good."""
+        with self._lock:
+            self.release(pod)
+            self._revoked.pop(pod, None)
+
+    def is_revoked(self, pod: str, signature: str) -> bool:
+        with self._lock:
+            return self._revoked.get(pod) == signature
+
+    def expire(self, now: float, timeout: float) -> list[Reservation]:
+        """Release reservations older than `timeout` whose pod is not being bound."""
+        with self._lock:
+            stale = [
+                r for r in self._reservations.values() if not r.binding and now - r.since > timeout
+            ]
+            for reservation in stale:
+                self.release(reservation.pod, revoke=True)
+            return stale
+
+    # reading ---------------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            views = tuple(self.usage_view(name) for name in self.ledger.nodes())
+            pods = tuple(
+                (a.pod, a.node, dict(a.footprint))
+                for a in sorted(self.ledger.pods(), key=lambda a: a.pod)
+            )
+            quotas = tuple(
+                (ns, self.quota.limits(ns), self.quota.used(ns)) for ns in self._namespaces()
+            )
+            return Snapshot(views, pods, quotas)
+
+    def _namespaces(self) -> list[str]:
+        return sorted(ns for ns in self._limited if not self.quota.limits(ns).is_unlimited)

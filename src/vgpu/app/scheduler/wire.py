@@ -1,0 +1,195 @@
+"""HTTP bodies: kube-scheduler's extender JSON and the API server's AdmissionReview.
+
+kube-scheduler writes Go field names (`Pod`, `NodeNames`, ...) and Go reads them back without
+regard to case, so keys are matched case-insensitively here too. Unknown keys and wrong types
+are errors that name the field.
+"""
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from vgpu.app.scheduler.errors import explain
+from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
+
+BODY_LIMIT = 1 << 20  # 1 MiB, as HAMi reads at most
+ADMISSION_V1 = "admission.k8s.io/v1"
+ADMISSION_V1BETA1 = "admission.k8s.io/v1beta1"
+
+
+class BodyError(ValueError):
+    """A request body that cannot be used; the message says why in a sentence."""
+
+
+class _Open(BaseModel):
+    """A Kubernetes object part: unknown keys are the API server's business, kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class NodeMeta(_Open):
+    name: StrictStr = Field(min_length=1)
+    annotations: dict[str, StrictStr] | None = None
+
+
+class NodeItem(_Open):
+    metadata: NodeMeta
+
+
+class NodeList(_Open):
+    items: list[NodeItem] | None = None
+
+
+class ExtenderArgs(BaseModel):
+    """kube-scheduler's filter and prioritize request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    Pod: dict[str, Any]
+    Nodes: NodeList | None = None
+    NodeNames: list[StrictStr] | None = None
+
+    def node_objects(self) -> list[dict[str, Any]] | None:
+        if self.Nodes is None:
+            return None
+        return [item.model_dump(exclude_unset=True) for item in self.Nodes.items or []]
+
+
+class BindingArgs(BaseModel):
+    """kube-scheduler's bind request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    PodName: StrictStr = Field(min_length=1)
+    PodNamespace: StrictStr = Field(min_length=1)
+    PodUID: StrictStr = ""
+    Node: StrictStr = Field(min_length=1)
+
+
+class AdmissionRequest(_Open):
+    uid: StrictStr = Field(min_length=1)
+    kind: dict[str, Any] | None = None
+    namespace: StrictStr = ""
+    operation: StrictStr = "CREATE"
+    object: dict[str, Any] | None = None
+    dryRun: StrictBool | None = None
+
+
+class AdmissionReview(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    apiVersion: Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
+    kind: Literal["AdmissionReview"]
+    request: AdmissionRequest
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def decode(body: bytes, model: type[Model], *, fold_case: bool = False) -> Model:
+    """Parse a JSON body into `model`; BodyError names the field and value that are wrong."""
+    data = parse_json(body)
+    if fold_case and isinstance(data, dict):
+        data = _fold(data, model)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise BodyError(f"{model.__name__}: " + explain(exc, "field ")) from None
+
+
+def parse_json(body: bytes) -> Any:
+    if not body.strip():
+        raise BodyError("empty request body; a JSON object was expected")
+    try:
+        data = json.loads(body)
+    except UnicodeDecodeError:
+        raise BodyError("request body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise BodyError(f"request body is not JSON: {exc.msg} at character {exc.pos}") from None
+    except RecursionError:
+        raise BodyError("request body is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise BodyError(f"request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _fold(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    canonical = {name.lower(): name for name in model.model_fields}
+    folded: dict[str, Any] = {}
+    for key, value in data.items():
+        name = canonical.get(key.lower(), key) if isinstance(key, str) else key
+        if name in folded:
+            raise BodyError(f"{model.__name__}: field {name} given twice (keys differ in case)")
+        folded[name] = value
+    return folded
+
+
+# replies -------------------------------------------------------------------------------------
+def filter_reply(result: FilterResult) -> dict[str, Any]:
+    """ExtenderFilterResult with every key present, as Go writes it."""
+    return {
+        "Nodes": None
+        if result.nodes is None
+        else {"apiVersion": "v1", "kind": "NodeList", "items": result.nodes},
+        "NodeNames": result.node_names,
+        "FailedNodes": result.failed or None,
+        "FailedAndUnresolvableNodes": None,
+        "Error": result.error,
+    }
+
+
+def filter_error(message: str) -> dict[str, Any]:
+    return filter_reply(FilterResult(error=message))
+
+
+def prioritize_reply(result: PrioritizeResult) -> list[dict[str, Any]]:
+    return [{"Host": host, "Score": score} for host, score in result.scores]
+
+
+def bind_reply(error: str) -> dict[str, Any]:
+    return {"Error": error}
+
+
+def admission_reply(
+    api_version: str,
+    uid: str,
+    *,
+    allowed: bool,
+    code: int,
+    message: str = "",
+    patch: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """controller-runtime's reply shapes: allow (200, maybe a JSONPatch), deny (403), error."""
+    status: dict[str, Any] = {"code": code}
+    if message:
+        status["message"] = message
+    if code == 403:
+        status["reason"] = "Forbidden"
+    elif code == 400:
+        status["reason"] = "BadRequest"
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed, "status": status}
+    if patch:
+        text = json.dumps(list(patch), separators=(",", ":"))
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(text.encode()).decode()
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+
+
+def review_identity(body: bytes) -> tuple[str, str]:
+    """The apiVersion and uid of a review that failed to decode, as far as they can be read."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return ADMISSION_V1, ""
+    if not isinstance(data, dict):
+        return ADMISSION_V1, ""
+    version = data.get("apiVersion")
+    request = data.get("request")
+    uid = request.get("uid") if isinstance(request, dict) else None
+    return (
+        version if version in (ADMISSION_V1, ADMISSION_V1BETA1) else ADMISSION_V1,
+        uid if isinstance(uid, str) else "",
+    )

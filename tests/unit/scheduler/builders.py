@@ -1,0 +1,123 @@
+"""A scheduler service on a FakeCluster, with a hand-driven clock, and pod/node builders."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.runtime import SchedulerRuntime
+from vgpu.app.scheduler.service import SchedulerService
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.domain import NVIDIA, ClusterNode, Device, Usage, encode_node_devices, pod_from_manifest
+
+# The seeds' node: two NVIDIA A40 cards, 46068 MiB each, split 10 (seed 000).
+A40_UUIDS = ("GPU-03f69c50-207a-2038-9b45-23cac89cb67d", "GPU-1afede84-4e70-2174-49af-f07ebb94d1ae")
+A40_REGISTER = (
+    "GPU-03f69c50-207a-2038-9b45-23cac89cb67d,10,46068,100,NVIDIA-NVIDIA A40,0,true:"
+    "GPU-1afede84-4e70-2174-49af-f07ebb94d1ae,10,46068,100,NVIDIA-NVIDIA A40,0,true:"
+)
+START = 1_750_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def gpu_node(name: str, cards: int = 4, memory: int = 24000, count: int = 10) -> ClusterNode:
+    devices = [
+        Device(f"GPU-{name}-{i}", i, "NVIDIA L4", count=count, memory=memory) for i in range(cards)
+    ]
+    return ClusterNode(name, {NVIDIA.register_annotation: encode_node_devices(devices)})
+
+
+def a40_node(name: str = "node1") -> ClusterNode:
+    return ClusterNode(name, {NVIDIA.register_annotation: A40_REGISTER})
+
+
+def manifest(
+    name: str,
+    namespace: str = "default",
+    annotations: dict[str, str] | None = None,
+    node: str = "",
+    phase: str = "Pending",
+    uid: str = "",
+    **limits: Any,
+) -> dict[str, Any]:
+    """A pod with one container `main` whose limits are given as gpu=1, gpumem=20000, ..."""
+    names = {
+        "gpu": "nvidia.com/gpu",
+        "gpumem": "nvidia.com/gpumem",
+        "gpumem_percentage": "nvidia.com/gpumem-percentage",
+        "gpucores": "nvidia.com/gpucores",
+        "priority": "nvidia.com/priority",
+        "cpu": "cpu",
+    }
+    container: dict[str, Any] = {"name": "main", "image": "cuda:12"}
+    if limits:
+        container["resources"] = {"limits": {names[k]: v for k, v in limits.items()}}
+    spec: dict[str, Any] = {"containers": [container], "schedulerName": "vgpu-scheduler"}
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-{name}",
+            "annotations": annotations or {},
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+@dataclass
+class World:
+    cluster: FakeCluster
+    state: SchedulerState
+    service: SchedulerService
+    runtime: SchedulerRuntime
+    clock: Clock
+    config: SchedulerConfig
+
+    def add_pod(self, body: dict[str, Any]) -> None:
+        self.cluster.put_pod(pod_from_manifest(body))
+
+    def filter(self, body: dict[str, Any], *nodes: str) -> Any:
+        """kube-scheduler's filter for a pod that exists in the cluster (added if missing)."""
+        pod = pod_from_manifest(body)
+        if self.cluster.get_pod(pod.namespace, pod.name) is None:
+            self.cluster.put_pod(pod)
+        return self.service.filter(body, list(nodes), None)
+
+    def usage(self, node: str, uuid: str) -> Usage:
+        return self.state.ledger.usage(node, uuid)
+
+    def pod_annotations(self, name: str, namespace: str = "default") -> dict[str, str]:
+        pod = self.cluster.get_pod(namespace, name)
+        assert pod is not None
+        return dict(pod.annotations)
+
+
+def world(*nodes: ClusterNode, cluster: FakeCluster | None = None, **settings: Any) -> World:
+    """A synced service following `cluster` (a fresh FakeCluster with `nodes` by default)."""
+    config = SchedulerConfig.model_validate(settings)
+    clock = Clock()
+    fake = cluster if cluster is not None else FakeCluster()
+    for node in nodes:
+        fake.put_node(node)
+    state = SchedulerState()
+    follower = ClusterFollower(state, config.vendor(), config.defaults.memory_factor, clock)
+    runtime = SchedulerRuntime(
+        fake, state, follower, clock, config.reservation_timeout, config.sync_timeout
+    )
+    fake.subscribe(follower.handle)
+    runtime.sync_now()
+    service = SchedulerService(fake, state, config, runtime.is_leader, clock)
+    return World(fake, state, service, runtime, clock, config)

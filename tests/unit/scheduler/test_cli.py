@@ -1,0 +1,56 @@
+"""`vgpu scheduler` on the command line: help, and clean exits for bad settings."""
+
+from pathlib import Path
+
+import pytest
+
+from vgpu.app.cli import main
+
+
+def test_help_lists_the_flags_and_endpoints(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["scheduler", "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    for flag in [
+        "--config",
+        "--tls-cert",
+        "--tls-key",
+        "--listen",
+        "--fake-cluster",
+        "--kubeconfig",
+    ]:
+        assert flag in text
+    for route in ["/webhook", "/filter", "/prioritize", "/bind", "/readyz", "/metrics"]:
+        assert route in text
+    assert "VGPU_" in text
+
+
+def test_a_bad_setting_exits_2_with_the_field_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VGPU_LISTEN_PORT", "99999")
+    assert main(["scheduler", "--fake-cluster", "x.yaml"]) == 2
+    assert "listen_port" in capsys.readouterr().err
+
+
+def test_a_bad_fake_cluster_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes: [{name: n, gpus: [{}]}]")
+    assert main(["scheduler", "--fake-cluster", str(path)]) == 2
+    assert "nodes.0.gpus.0.uuid" in capsys.readouterr().err
+
+
+def test_unusable_tls_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert = tmp_path / "tls.crt"
+    cert.write_text("not a certificate")
+    args = ["scheduler", "--fake-cluster", "x", "--tls-cert", str(cert), "--tls-key", str(cert)]
+    assert main(args) == 2
+    assert "cannot use TLS certificate" in capsys.readouterr().err
+
+
+def test_listen_flag_is_parsed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scheduler", "--listen", "0.0.0.0:notaport", "--fake-cluster", "x"]) == 2
+    assert "listen_port" in capsys.readouterr().err

@@ -1,0 +1,94 @@
+"""Settings: defaults < YAML file < VGPU_* environment < flags; errors name field and source."""
+
+from pathlib import Path
+
+import pytest
+
+from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
+from vgpu.domain import Policy
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_follow_hami() -> None:
+    config = load_config()
+    assert config.scheduler_name == "vgpu-scheduler"
+    assert config.node_policy is Policy.BINPACK and config.gpu_policy is Policy.SPREAD
+    assert config.vendor().count_resource == "nvidia.com/gpu"
+    assert (config.listen_address, config.listen_port) == ("127.0.0.1", 8080)
+    assert config.admission().gpu_core_policy == ""
+
+
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+scheduler_name: hami-scheduler
+listen_port: 9000
+resources:
+  memory: example.com/vmem
+leader_election:
+  enabled: true
+  namespace: gpu
+""",
+    )
+    env = {
+        "VGPU_LISTEN_PORT": "9100",
+        "VGPU_LEADER_ELECTION__NAMESPACE": "gpu-system",
+        "VGPU_GPU_POLICY": "binpack",
+        "HOME": "/root",
+    }
+    config = load_config(path, env, {"listen_port": 9200, "tls_cert": None})
+    assert config.scheduler_name == "hami-scheduler"
+    assert config.listen_port == 9200
+    assert config.leader_election.enabled and config.leader_election.namespace == "gpu-system"
+    assert config.gpu_policy is Policy.BINPACK
+    assert config.vendor().memory_resource == "example.com/vmem"
+    assert config.scheduling().vendor.memory_resource == "example.com/vmem"
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "says"),
+    [
+        ("listen_port: high", {}, "field listen_port: Input should be a valid integer"),
+        ("node_policy: fancy", {}, "field node_policy"),
+        ("surprise: 1", {}, "field surprise: Extra inputs are not permitted"),
+        ("resources: {count: gpu}", {}, "field resources.count: Value error, must be an extended"),
+        ("defaults: {cores: 150}", {}, "field defaults.cores"),
+        ("tls_cert: /a.crt", {}, "tls_cert and tls_key must be given together"),
+        ("", {"VGPU_RESERVATION_TIMEOUT": "-1"}, "[from VGPU_RESERVATION_TIMEOUT]"),
+        (
+            "",
+            {"VGPU_LEADER_ELECTION__RETRY_PERIOD": "30"},
+            "field leader_election: Value error, needs retry_period < renew_deadline",
+        ),
+        ("- a list", {}, "must hold a mapping"),
+        ("key: [unclosed", {}, "is not valid YAML"),
+    ],
+)
+def test_errors_name_the_field_value_and_source(
+    tmp_path: Path, text: str, env: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), env)
+    assert says in str(caught.value)
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "listen_port: high")
+    with pytest.raises(ConfigError, match=rf"\[from {path}\]"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_unknown_environment_names_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = load_config(None, {"VGPU_LISTEN_PROT": "1", "VGPU_LEADER_ELECTION": "x"})
+    assert config == SchedulerConfig()
+    assert "VGPU_LISTEN_PROT" in caplog.text and "VGPU_LEADER_ELECTION" in caplog.text

@@ -1,0 +1,294 @@
+"""The HTTP edge through FastAPI's TestClient: kube-scheduler's and the API server's JSON,
+and garbage that must get a protocol error, never a 500 and never a ledger change."""
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.unit.scheduler.builders import World, a40_node, manifest, world
+from vgpu.app.scheduler.http import create_app
+from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.ports.cluster import Quota
+
+
+@pytest.fixture
+def w() -> World:
+    return world(a40_node("node1"))
+
+
+@pytest.fixture
+def client(w: World) -> TestClient:
+    metrics = SchedulerMetrics(w.state, w.config.vendor(), w.runtime.is_leader)
+    return TestClient(create_app(w.service, metrics, w.runtime.readiness))
+
+
+def review(pod: dict[str, Any], version: str = "admission.k8s.io/v1", uid: str = "u-1") -> Any:
+    return {
+        "apiVersion": version,
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": pod["metadata"]["namespace"],
+            "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        },
+    }
+
+
+def unscheduled(body: dict[str, Any]) -> dict[str, Any]:
+    body["spec"].pop("schedulerName")
+    return body
+
+
+# filter ----------------------------------------------------------------------------------------
+def test_filter_answers_with_go_keys_and_nulls(client: TestClient, w: World) -> None:
+    w.add_pod(manifest("p", gpu=1, gpumem=20000, gpucores=80))
+    args = {
+        "Pod": manifest("p", gpu=1, gpumem=20000, gpucores=80),
+        "Nodes": None,
+        "NodeNames": ["node1"],
+    }
+    response = client.post("/filter", json=args)
+    assert response.status_code == 200
+    assert response.json() == {
+        "Nodes": None,
+        "NodeNames": ["node1"],
+        "FailedNodes": None,
+        "FailedAndUnresolvableNodes": None,
+        "Error": "",
+    }
+
+
+def test_filter_keys_are_read_without_regard_to_case_like_go(client: TestClient, w: World) -> None:
+    args = {"pod": manifest("p", cpu="1"), "nodenames": ["node1"]}
+    assert client.post("/filter", json=args).json()["NodeNames"] == ["node1"]
+
+
+GARBAGE = [
+    (b"", "empty request body"),
+    (b"{not json", "not JSON"),
+    (b"[1, 2]", "must be a JSON object"),
+    (b'"Pod"', "must be a JSON object"),
+    (b"\xff\xfe\x00", "not"),
+    (b'{"Pod": {}, "NodeNames": ["a"], "Extra": 1}', "field Extra: Extra inputs are not permitted"),
+    (b'{"Pod": "a pod", "NodeNames": ["a"]}', "field Pod: Input should be a valid dictionary"),
+    (b'{"Pod": {}, "NodeNames": [1, 2]}', "field NodeNames.0"),
+    (b'{"Pod": {}, "NodeNames": "node1"}', "field NodeNames"),
+    (b'{"NodeNames": ["node1"]}', "field Pod: Field required"),
+    (b'{"Pod": {"spec": []}, "NodeNames": ["node1"]}', "pod spec must be an object"),
+    (b'{"Pod": {}, "Nodes": {"items": [{"metadata": 5}]}}', "field Nodes.items.0.metadata"),
+    (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("body", "says"), GARBAGE)
+def test_filter_garbage_gets_the_error_field_and_changes_nothing(
+    client: TestClient, w: World, body: bytes, says: str
+) -> None:
+    response = client.post("/filter", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200
+    reply = response.json()
+    assert says in reply["Error"]
+    assert reply["NodeNames"] is None
+    assert w.state.ledger.pods() == []
+
+
+def test_container_garbage_inside_the_pod_is_an_error_not_a_crash(
+    client: TestClient, w: World
+) -> None:
+    weird = manifest("p", gpu=1)
+    weird["spec"]["containers"][0]["env"] = 5
+    weird["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = [1]
+    reply = client.post("/filter", json={"Pod": weird, "NodeNames": ["node1"]}).json()
+    assert reply["Error"]
+    assert w.state.ledger.pods() == []
+
+
+def test_bodies_over_one_mib_are_refused(client: TestClient, w: World) -> None:
+    pod = manifest("p", gpu=1, annotations={"padding": "x" * (1 << 20)})
+    reply = client.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()
+    assert "byte limit" in reply["Error"]
+    assert w.state.ledger.pods() == []
+
+
+# prioritize ------------------------------------------------------------------------------------
+def test_prioritize_returns_a_host_priority_list(client: TestClient) -> None:
+    args = {
+        "Pod": manifest("p", gpu=1, gpumem=46068, gpucores=100),
+        "Nodes": None,
+        "NodeNames": ["node1", "cpu"],
+    }
+    reply = client.post("/prioritize", json=args).json()
+    assert [h["Host"] for h in reply] == ["node1", "cpu"]
+    assert reply[1]["Score"] == 0 and 0 < reply[0]["Score"] <= 10
+
+
+def test_prioritize_garbage_is_a_400_with_a_message(client: TestClient) -> None:
+    response = client.post("/prioritize", content=b"{oops")
+    assert response.status_code == 400
+    assert "not JSON" in response.json()["Error"]
+
+
+# bind ------------------------------------------------------------------------------------------
+def test_bind_round_trip(client: TestClient, w: World) -> None:
+    body = manifest("p", gpu=1, gpumem=1000)
+    w.add_pod(body)
+    assert client.post("/filter", json={"Pod": body, "NodeNames": ["node1"]}).json()["NodeNames"]
+    args = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-p", "Node": "node1"}
+    assert client.post("/bind", json=args).json() == {"Error": ""}
+    assert w.cluster.bindings == [("default", "p", "node1")]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ({"PodName": "p", "PodNamespace": "default", "Node": 5}, "field Node"),
+        ({"PodName": "p", "PodNamespace": "default"}, "field Node: Field required"),
+        ({"PodName": "", "PodNamespace": "default", "Node": "n"}, "field PodName"),
+        ({"PodName": "p", "PodNamespace": "d", "Node": "n", "Oops": 1}, "field Oops"),
+        ({"PodName": "ghost", "PodNamespace": "default", "Node": "node1"}, "not found"),
+    ],
+)
+def test_bind_errors_are_in_the_error_field(
+    client: TestClient, args: dict[str, Any], says: str
+) -> None:
+    response = client.post("/bind", json=args)
+    assert response.status_code == 200
+    assert says in response.json()["Error"]
+
+
+# webhook ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("version", ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"])
+def test_webhook_answers_in_the_version_received_with_a_base64_json_patch(
+    client: TestClient, version: str
+) -> None:
+    pod = unscheduled(manifest("p", gpu=1, gpumem=1000))
+    reply = client.post("/webhook", json=review(pod, version, uid="abc-123")).json()
+    assert reply["apiVersion"] == version and reply["kind"] == "AdmissionReview"
+    response = reply["response"]
+    assert response["uid"] == "abc-123" and response["allowed"] is True
+    assert response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert {"op": "add", "path": "/spec/schedulerName", "value": "vgpu-scheduler"} in patch
+
+
+def test_webhook_leaves_gpu_less_pods_alone(client: TestClient) -> None:
+    reply = client.post("/webhook", json=review(unscheduled(manifest("p", cpu="1")))).json()
+    response = reply["response"]
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_webhook_denies_over_quota_with_a_message(client: TestClient, w: World) -> None:
+    w.cluster.put_quota(Quota("team", "q", {"limits.nvidia.com/gpumem": "1000"}))
+    pod = unscheduled(manifest("p", "team", gpu=2, gpumem=1000))
+    response = client.post("/webhook", json=review(pod)).json()["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403 and response["status"]["reason"] == "Forbidden"
+    assert "exceeding resource quota" in response["status"]["message"]
+
+
+def test_webhook_denies_a_bad_quantity_naming_it(client: TestClient) -> None:
+    pod = unscheduled(manifest("p", gpu=1, gpumem="-3"))
+    response = client.post("/webhook", json=review(pod)).json()["response"]
+    assert response["allowed"] is False
+    assert "nvidia.com/gpumem" in response["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"{nope", "not JSON"),
+        (b"{}", "field apiVersion"),
+        (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "field request"),
+        (
+            b'{"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {}}',
+            "field apiVersion",
+        ),
+        (
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", '
+            b'"request": {"uid": "u", "object": {"spec": "x"}}}',
+            "pod spec must be an object",
+        ),
+        (
+            b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", '
+            b'"request": {"uid": "u"}, "surprise": true}',
+            "field surprise",
+        ),
+    ],
+)
+def test_webhook_garbage_is_denied_with_a_message(
+    client: TestClient, body: bytes, says: str
+) -> None:
+    response = client.post("/webhook", content=body)
+    assert response.status_code == 200
+    reply = response.json()
+    assert reply["kind"] == "AdmissionReview"
+    assert reply["response"]["allowed"] is False
+    assert says in reply["response"]["status"]["message"]
+
+
+def test_webhook_echoes_the_uid_and_version_of_a_review_it_cannot_use(
+    client: TestClient,
+) -> None:
+    body = {
+        "apiVersion": "admission.k8s.io/v1beta1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "zz-9", "object": "not a pod"},
+    }
+    reply = client.post("/webhook", json=body).json()
+    assert reply["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert reply["response"]["uid"] == "zz-9"
+    assert reply["response"]["status"]["code"] == 400
+
+
+def test_webhook_allows_updates_and_other_kinds(client: TestClient) -> None:
+    body = review(manifest("p", gpu=1))
+    body["request"]["operation"] = "UPDATE"
+    assert client.post("/webhook", json=body).json()["response"]["allowed"] is True
+
+
+# health, readiness, metrics --------------------------------------------------------------------
+def test_readyz_needs_sync_and_leadership(client: TestClient, w: World) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    w.runtime._leadership = type("Follower", (), {"is_leader": False})()  # type: ignore[assignment]
+    response = client.get("/readyz")
+    assert response.status_code == 503 and "not the leader" in response.text
+
+
+def test_metrics_use_hami_names(client: TestClient, w: World) -> None:
+    w.cluster.put_quota(Quota("default", "q", {"limits.nvidia.com/gpumem": "50000"}))
+    body = manifest("p", gpu=1, gpumem=20000, gpucores=80)
+    w.add_pod(body)
+    client.post("/filter", json={"Pod": body, "NodeNames": ["node1"]})
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        for s in family.samples
+    }
+
+    def values(name: str, **labels: str) -> list[float]:
+        return [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls)]
+
+    assert sorted(values("hami_gpu_memory_allocated_bytes", node="node1")) == [0, 20000 * 2**20]
+    assert sorted(values("hami_gpu_core_allocated_ratio")) == [0, 80]
+    assert sorted(values("hami_gpu_shared_count")) == [0, 1]
+    assert values("hami_gpu_memory_limit_bytes") == [46068 * 2**20] * 2
+    assert values("hami_gpu_core_limit_ratio") == [100, 100]
+    assert values("hami_vgpu_memory_allocated_bytes", pod="p") == [20000 * 2**20]
+    assert values(
+        "hami_resource_quota_used", namespace="default", quota_name="nvidia.com/gpumem"
+    ) == [20000]
+    assert values("hami_resource_quota_limit", namespace="default") == [50000]
+    assert values("hami_scheduler_is_leader") == [1]
+    assert values("vgpu_scheduler_request_duration_seconds_count", verb="filter") == [1]
