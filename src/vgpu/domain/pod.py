@@ -54,19 +54,22 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
     meta = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     status = _mapping(manifest.get("status"), "status")
-    containers = [_container(c, is_init=True) for c in spec.get("initContainers") or []] + [
-        _container(c, is_init=False) for c in spec.get("containers") or []
-    ]
+    containers = [
+        _container(c, is_init=True) for c in _list(spec.get("initContainers"), "initContainers")
+    ] + [_container(c, is_init=False) for c in _list(spec.get("containers"), "containers")]
     return Pod(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or meta.get("generateName") or ""),
         uid=str(meta.get("uid") or ""),
-        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        annotations={
+            str(k): str(v)
+            for k, v in _mapping(meta.get("annotations") or None, "annotations").items()
+        },
         containers=tuple(containers),
         node_name=str(spec.get("nodeName") or ""),
         scheduler_name=str(spec.get("schedulerName") or ""),
         phase=str(status.get("phase") or "Pending"),
-        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        labels={str(k): str(v) for k, v in _mapping(meta.get("labels") or None, "labels").items()},
         resource_version=str(meta.get("resourceVersion") or ""),
     )
 
@@ -79,13 +82,21 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
+def _list(value: Any, where: str) -> Sequence[Any]:
+    if not value:
+        return ()
+    if not isinstance(value, list):
+        raise DomainError(f"pod {where} must be a list, got {type(value).__name__}")
+    return value
+
+
 def _container(raw: Any, *, is_init: bool) -> Container:
     raw = _mapping(raw, "container")
     resources = _mapping(raw.get("resources"), "container resources")
     security = _mapping(raw.get("securityContext"), "container securityContext")
     env = {
         str(e.get("name")): str(e.get("value", ""))
-        for e in raw.get("env") or []
+        for e in _list(raw.get("env"), "container env")
         if isinstance(e, Mapping) and e.get("name")
     }
     return Container(
