@@ -1,0 +1,178 @@
+"""Taking and releasing HAMi's node lock `hami.io/mutex.lock` against the API (contracts 4.7).
+
+The lock is a node annotation `<RFC3339 time>,<namespace>,<pod>`. It is written with a JSON
+merge patch that carries the node's `metadata.resourceVersion`, so two schedulers racing for
+the same node cannot both win: the later write gets 409 Conflict, re-reads and decides again
+(up to 5 tries, 100 ms doubling with jitter).
+"""
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
+from vgpu.adapters.kubernetes.backoff import retry_delays
+from vgpu.domain.errors import DomainError
+from vgpu.domain.nodelock import NodeLock, parse_node_lock
+from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
+from vgpu.ports.cluster import Conflict, NotFound
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS = 5
+
+
+class Verdict(Enum):
+    FREE = "free"  # no lock on the node
+    OURS = "ours"  # the pod already holds it
+    EXPIRED = "expired"  # older than the expiry
+    ORPHANED = "orphaned"  # its pod no longer exists
+    MALFORMED = "malformed"  # unreadable value: nobody can prove ownership, so it is replaced
+    HELD = "held"  # another live pod holds it
+
+    @property
+    def may_take(self) -> bool:
+        return self is not Verdict.HELD
+
+
+@dataclass(frozen=True, slots=True)
+class LockState:
+    verdict: Verdict
+    lock: NodeLock | None = None
+
+
+def judge_lock(
+    value: str | None,
+    namespace: str,
+    pod: str,
+    now: datetime,
+    expiry: timedelta,
+    owner_exists: Callable[[str, str], bool],
+) -> LockState:
+    """Whether `namespace/pod` may take a node whose lock annotation is `value`.
+
+    `owner_exists` is asked only when the lock is neither ours nor expired.
+    """
+    if value is None:
+        return LockState(Verdict.FREE)
+    try:
+        lock = parse_node_lock(value)
+    except DomainError:
+        return LockState(Verdict.MALFORMED)
+    if lock.owned_by(namespace, pod):
+        return LockState(Verdict.OURS, lock)
+    if lock.expired(now, expiry):
+        return LockState(Verdict.EXPIRED, lock)
+    if lock.pod and not owner_exists(lock.namespace, lock.pod):
+        return LockState(Verdict.ORPHANED, lock)
+    return LockState(Verdict.HELD, lock)
+
+
+class NodeLocker:
+    """The lock protocol over the API; `clock` and `sleep` are injectable for tests."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._sleep = sleep
+
+    def lock(self, node: str, namespace: str, pod: str, expiry: timedelta) -> dict[str, object]:
+        """Take the lock; returns the patched node manifest, or the current one if already ours.
+
+        Raises NotFound for a missing node, Conflict while another live pod holds the lock.
+        """
+        path = object_path("/api/v1/nodes", node)
+        for delay in _tries():
+            manifest = self._api.get(path)
+            meta = manifest.get("metadata") or {}
+            held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
+            state = judge_lock(held, namespace, pod, self._clock(), expiry, self._pod_exists)
+            if state.verdict is Verdict.OURS:
+                return manifest
+            if not state.verdict.may_take:
+                assert state.lock is not None
+                raise Conflict(
+                    f"node {node} is locked by pod {state.lock.namespace}/{state.lock.pod} "
+                    f"since {state.lock.taken_at.isoformat()}"
+                )
+            if state.verdict is not Verdict.FREE:
+                log.info(
+                    "node %s: replacing %s lock %r for pod %s/%s",
+                    node,
+                    state.verdict.value,
+                    held,
+                    namespace,
+                    pod,
+                )
+            value = NodeLock(self._clock(), namespace, pod).encode()
+            try:
+                return self._api.merge_patch(path, _annotation_patch(meta, value))
+            except Conflict:
+                if delay is None:
+                    break
+                log.debug("node %s changed while locking; retrying in %.2fs", node, delay)
+                self._sleep(delay)
+        raise Conflict(
+            f"node {node}: lock not taken after {ATTEMPTS} tries, the node kept changing"
+        )
+
+    def release(self, node: str, namespace: str, pod: str) -> dict[str, object] | None:
+        """Remove the lock if `namespace/pod` holds it; returns the patched node, else None."""
+        path = object_path("/api/v1/nodes", node)
+        for delay in _tries():
+            try:
+                manifest = self._api.get(path)
+            except NotFound:
+                return None
+            meta = manifest.get("metadata") or {}
+            held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
+            if held is None or not _owned(held, namespace, pod):
+                return None
+            try:
+                return self._api.merge_patch(path, _annotation_patch(meta, None))
+            except NotFound:
+                return None
+            except Conflict:
+                if delay is None:
+                    break
+                self._sleep(delay)
+        raise Conflict(
+            f"node {node}: lock not released after {ATTEMPTS} tries, the node kept changing"
+        )
+
+    def _pod_exists(self, namespace: str, pod: str) -> bool:
+        try:
+            self._api.get(object_path(namespaced("pods", namespace), pod))
+        except NotFound:
+            return False
+        return True
+
+
+def _tries() -> Iterator[float | None]:
+    """One item per try: the delay before the next try, None on the last."""
+    yield from retry_delays(ATTEMPTS)
+    yield None
+
+
+def _owned(value: str, namespace: str, pod: str) -> bool:
+    try:
+        return parse_node_lock(value).owned_by(namespace, pod)
+    except DomainError:
+        return False
+
+
+def _annotation_patch(meta: dict[str, object], value: str | None) -> dict[str, object]:
+    return {
+        "metadata": {
+            "resourceVersion": meta.get("resourceVersion"),
+            "annotations": {NODE_LOCK_ANNOTATION: value},
+        }
+    }
