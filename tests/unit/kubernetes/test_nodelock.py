@@ -1,0 +1,119 @@
+"""The node lock's decisions and its retry on 409 Conflict, without a server."""
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from vgpu.adapters.kubernetes.nodelock import NodeLocker, Verdict, judge_lock
+from vgpu.ports.cluster import Conflict, NotFound
+
+NOW = datetime(2026, 8, 21, 6, 20, 39, tzinfo=UTC)
+EXPIRY = timedelta(minutes=5)
+LOCK = "hami.io/mutex.lock"
+
+
+def _alive(*pods: str) -> Any:
+    asked: list[str] = []
+
+    def exists(namespace: str, pod: str) -> bool:
+        asked.append(f"{namespace}/{pod}")
+        return f"{namespace}/{pod}" in pods
+
+    exists.asked = asked  # type: ignore[attr-defined]
+    return exists
+
+
+@pytest.mark.parametrize(
+    ("value", "alive", "verdict"),
+    [
+        (None, (), Verdict.FREE),
+        ("2026-08-21T06:20:00Z,ns,me", (), Verdict.OURS),
+        ("2026-08-21T06:20:00Z,ns,other", ("ns/other",), Verdict.HELD),
+        ("2026-08-21T14:20:00+08:00,ns,other", ("ns/other",), Verdict.HELD),
+        ("2026-08-21T06:20:00Z,ns,other", (), Verdict.ORPHANED),
+        ("2026-08-21T06:10:00Z,ns,other", ("ns/other",), Verdict.EXPIRED),
+        ("2026-08-21T06:20:00Z", (), Verdict.HELD),  # legacy bare time: no owner to ask about
+        ("yesterday,ns,other", ("ns/other",), Verdict.MALFORMED),
+    ],
+)
+def test_who_may_take_the_lock(value: str | None, alive: tuple[str, ...], verdict: Verdict) -> None:
+    assert judge_lock(value, "ns", "me", NOW, EXPIRY, _alive(*alive)).verdict is verdict
+    assert verdict.may_take is (verdict is not Verdict.HELD)
+
+
+def test_the_owner_is_looked_up_only_for_an_unexpired_foreign_lock() -> None:
+    exists = _alive("ns/other")
+    judge_lock("2026-08-21T06:00:00Z,ns,other", "ns", "me", NOW, EXPIRY, exists)
+    judge_lock("2026-08-21T06:20:00Z,ns,me", "ns", "me", NOW, EXPIRY, exists)
+    assert exists.asked == []
+
+
+class FakeApi:
+    """Answers node GETs from a dict and fails the first `conflicts` patches with 409."""
+
+    def __init__(self, annotations: dict[str, str], conflicts: int = 0) -> None:
+        self.node: dict[str, Any] = {
+            "metadata": {"name": "gpu-1", "resourceVersion": "7", "annotations": annotations}
+        }
+        self.conflicts = conflicts
+        self.patches: list[dict[str, Any]] = []
+        self.pods = {"/api/v1/namespaces/ns/pods/other"}
+
+    def get(self, path: str, query: object = ()) -> dict[str, Any]:
+        if path == "/api/v1/nodes/gpu-1":
+            return self.node
+        if path in self.pods:
+            return {}
+        raise NotFound(f"GET {path}: HTTP 404")
+
+    def merge_patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.patches.append(body)
+        if self.conflicts:
+            self.conflicts -= 1
+            raise Conflict(f"PATCH {path}: HTTP 409")
+        annotations = dict(self.node["metadata"]["annotations"])
+        for key, value in body["metadata"]["annotations"].items():
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
+        self.node = {"metadata": {**self.node["metadata"], "annotations": annotations}}
+        return self.node
+
+
+def _locker(api: FakeApi, sleeps: list[float]) -> NodeLocker:
+    return NodeLocker(api, clock=lambda: NOW, sleep=sleeps.append)  # type: ignore[arg-type]
+
+
+def test_a_conflict_is_retried_after_a_growing_pause_and_the_patch_carries_the_version() -> None:
+    api, sleeps = FakeApi({}, conflicts=2), list[float]()
+    _locker(api, sleeps).lock("gpu-1", "ns", "me", EXPIRY)
+
+    assert api.node["metadata"]["annotations"][LOCK] == "2026-08-21T06:20:39Z,ns,me"
+    assert [p["metadata"]["resourceVersion"] for p in api.patches] == ["7", "7", "7"]
+    assert len(sleeps) == 2 and 0.1 <= sleeps[0] < sleeps[1] <= 0.2 * 1.2
+
+
+def test_five_conflicts_in_a_row_give_up_with_conflict() -> None:
+    api, sleeps = FakeApi({}, conflicts=5), list[float]()
+    with pytest.raises(Conflict, match="after 5 tries"):
+        _locker(api, sleeps).lock("gpu-1", "ns", "me", EXPIRY)
+    assert len(api.patches) == 5 and len(sleeps) == 4
+
+
+def test_a_live_holder_is_named_and_nothing_is_written() -> None:
+    api = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"})
+    with pytest.raises(Conflict, match="locked by pod ns/other"):
+        _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY)
+    assert api.patches == []
+
+
+def test_release_removes_only_our_own_lock() -> None:
+    api = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"})
+    assert _locker(api, []).release("gpu-1", "ns", "me") is None
+    assert api.patches == []
+    _locker(api, []).release("gpu-1", "ns", "other")
+    assert api.patches[0]["metadata"]["annotations"] == {LOCK: None}
+    assert LOCK not in api.node["metadata"]["annotations"]
+    assert _locker(api, []).release("gpu-9", "ns", "other") is None  # node gone: harmless
