@@ -123,7 +123,7 @@ class KubeletPlugin:
         server, self._server = self._server, None
         if server is None:
             return
-        server.stop(grace=1.0).wait()
+        server.stop(grace=0.5).wait()
         # Remove only our own socket: after a kubelet restart the path may be gone already.
         if _file_id(self.socket_path) == self._served_id:
             _remove_socket(self.socket_path)

@@ -38,8 +38,7 @@ def make_gpu_port(config: DevicePluginConfig) -> GpuPort:
 
 def make_cluster(config: DevicePluginConfig) -> ClusterPort:
     """The Kubernetes API, read live (no informers): the plugin reads little and must not lag."""
-    from vgpu.adapters.kubernetes.cluster import KubernetesCluster
-    from vgpu.adapters.kubernetes.connection import ConnectionSettings
+    from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster
 
     settings = ConnectionSettings(
         kubeconfig=str(config.kubeconfig) if config.kubeconfig is not None else None

@@ -1,0 +1,225 @@
+"""`vgpu device-plugin` as a process: registered with a kubelet, called like a kubelet calls it."""
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+import pytest
+
+from tests.e2e.device_plugin.conftest import (
+    NODE,
+    SPLIT,
+    UUID_A,
+    UUID_B,
+    PluginEnv,
+    gpu_file_text,
+)
+from tests.e2e.k8s_emulator import pod_manifest
+from vgpu.domain.nodelock import NodeLock
+
+REGISTER = "hami.io/node-nvidia-register"
+TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
+LOCK = "hami.io/mutex.lock"
+Start = Callable[..., PluginEnv]
+
+
+def schedule(env: PluginEnv, name: str, grants: str, containers: list[dict[str, Any]]) -> None:
+    """Leave a pod as vgpu's scheduler does after filter and bind, with the node locked."""
+    annotations = {
+        "hami.io/vgpu-node": NODE,
+        "hami.io/vgpu-time": "1700000000",
+        "hami.io/bind-phase": "allocating",
+        "hami.io/bind-time": "1700000000",
+        TO_ALLOCATE: grants,
+        "hami.io/vgpu-devices-allocated": grants,
+    }
+    manifest = pod_manifest("default", name, annotations=annotations, node_name=NODE)
+    manifest["spec"]["containers"] = [c for c in containers if not c.get("init")]
+    manifest["spec"]["initContainers"] = [
+        {k: v for k, v in c.items() if k != "init"} for c in containers if c.get("init")
+    ]
+    env.api.create("/api/v1/namespaces/default/pods", manifest)
+    lock = NodeLock(datetime.now(UTC), "default", name).encode()
+    env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {LOCK: lock}}})
+
+
+def gpu_container(name: str, count: int = 1, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": "cuda",
+        "resources": {"limits": {"nvidia.com/gpu": count}},
+        **extra,
+    }
+
+
+def pod(env: PluginEnv, name: str) -> dict[str, str]:
+    found = env.api.get(f"/api/v1/namespaces/default/pods/{name}") or {}
+    annotations: dict[str, str] = found.get("metadata", {}).get("annotations") or {}
+    return annotations
+
+
+def replicas(*uuids: str) -> list[str]:
+    return [f"{u}-{i}" for u in uuids for i in range(SPLIT)]
+
+
+def test_registers_and_lists_split_count_replicas_per_gpu(start_plugin: Start) -> None:
+    env = start_plugin()
+
+    (registration,) = env.kubelet.registrations
+    assert registration.version == "v1beta1"
+    assert registration.endpoint == "nvidia-gpu.sock"
+    assert registration.resource_name == "nvidia.com/gpu"
+    assert registration.requested_preferred and registration.preferred_available
+    assert not registration.pre_start_required
+    assert env.kubelet.wait_for(lambda: bool(env.kubelet.device_lists))
+    first = env.kubelet.device_lists[0]
+    assert first == [(i, "Healthy") for i in replicas(UUID_A, UUID_B)]
+    assert (env.plugin_dir / "nvidia-gpu.sock").is_socket()
+
+    assert env.kubelet.wait_for(lambda: REGISTER in env.node_annotations())
+    registered = json.loads(env.node_annotations()[REGISTER])
+    assert registered == [
+        {"id": UUID_A, "count": SPLIT, "devmem": 32768, "devcore": 100,
+         "type": "NVIDIA-Tesla V100-PCIE-32GB", "mode": "hami-core", "health": True},
+        {"id": UUID_B, "index": 1, "count": SPLIT, "devmem": 32768, "devcore": 100,
+         "type": "NVIDIA-Tesla V100-PCIE-32GB", "numa": 1, "mode": "hami-core", "health": True},
+    ]  # fmt: skip
+
+
+def test_a_scheduled_pod_gets_hami_core_envs_and_mounts(start_plugin: Start) -> None:
+    env = start_plugin()
+    schedule(env, "train", f"{UUID_B},NVIDIA,3000,30:;", [gpu_container("main")])
+
+    preferred = env.kubelet.preferred(replicas(UUID_A, UUID_B), size=1)
+    reply = env.kubelet.allocate(preferred)
+
+    assert preferred == [f"{UUID_B}-0"]
+    (container,) = reply.container_responses
+    envs = dict(container.envs)
+    vgpu = f"{env.hook}/vgpu"
+    assert envs["NVIDIA_VISIBLE_DEVICES"] == UUID_B
+    assert envs["CUDA_DEVICE_MEMORY_LIMIT_0"] == "3000m"
+    assert envs["CUDA_DEVICE_SM_LIMIT"] == "30"
+    assert envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"].startswith(f"{vgpu}/")
+    uid = (env.api.get("/api/v1/namespaces/default/pods/train") or {})["metadata"]["uid"]
+    assert [(m.container_path, m.host_path, m.read_only) for m in container.mounts] == [
+        (f"{vgpu}/libvgpu.so", f"{vgpu}/libvgpu.so", True),
+        (vgpu, f"{vgpu}/containers/{uid}_main", False),
+        ("/tmp/vgpulock", "/tmp/vgpulock", False),
+        ("/etc/ld.so.preload", f"{vgpu}/ld.so.preload", True),
+    ]
+    assert (env.hook / "vgpu" / "containers" / f"{uid}_main").is_dir()
+    annotations = pod(env, "train")
+    assert annotations["hami.io/bind-phase"] == "success"
+    assert annotations[TO_ALLOCATE] == ";"
+    assert LOCK not in env.node_annotations()
+    assert env.wait_for_log(f"Allocate for pod default/train container main: {UUID_B} 3000 MiB")
+
+
+def test_a_multi_container_pod_is_served_container_by_container(start_plugin: Start) -> None:
+    env = start_plugin()
+    grants = f";{UUID_A},NVIDIA,2000,0:{UUID_B},NVIDIA,2000,0:;{UUID_A},NVIDIA,1000,10:;"
+    schedule(
+        env,
+        "pipeline",
+        grants,
+        [
+            {"name": "fetch", "image": "busybox", "init": True},
+            gpu_container("trainer", 2),
+            gpu_container("eval", env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]),
+        ],
+    )
+
+    first = env.kubelet.allocate([f"{UUID_A}-1", f"{UUID_B}-2"]).container_responses[0]
+    after_first = pod(env, "pipeline")
+    second = env.kubelet.allocate([f"{UUID_A}-2"]).container_responses[0]
+
+    assert first.envs["NVIDIA_VISIBLE_DEVICES"] == f"{UUID_A},{UUID_B}"
+    assert (first.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], first.envs["CUDA_DEVICE_MEMORY_LIMIT_1"]) == (
+        "2000m",
+        "2000m",
+    )
+    assert after_first[TO_ALLOCATE] == f";;{UUID_A},NVIDIA,1000,10:;"
+    assert after_first["hami.io/bind-phase"] == "allocating"
+    assert second.envs["NVIDIA_VISIBLE_DEVICES"] == UUID_A
+    assert second.envs["CUDA_DEVICE_SM_LIMIT"] == "10"
+    # CUDA_DISABLE_CONTROL is not honoured outside trusted namespaces: the limiter stays
+    assert "/etc/ld.so.preload" in [m.container_path for m in second.mounts]
+    assert pod(env, "pipeline")["hami.io/bind-phase"] == "success"
+    assert pod(env, "pipeline")[TO_ALLOCATE] == ";;;"
+    assert LOCK not in env.node_annotations()
+
+
+def test_a_forged_grant_is_refused_and_the_pod_marked_failed(start_plugin: Start) -> None:
+    env = start_plugin()
+    forged = "GPU-deadbeef-0000-0000-0000-000000000000"
+    schedule(env, "intruder", f"{forged},NVIDIA,32768,100:;", [gpu_container("main")])
+
+    with pytest.raises(grpc.RpcError) as err:
+        env.kubelet.allocate([f"{UUID_A}-0"])
+
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert forged in err.value.details() and f"not a GPU of node {NODE}" in err.value.details()
+    assert pod(env, "intruder")["hami.io/bind-phase"] == "failed"
+    assert LOCK not in env.node_annotations()
+    assert not (env.hook / "vgpu" / "containers").exists()
+
+
+def test_a_kubelet_restart_leads_to_a_second_registration(start_plugin: Start) -> None:
+    env = start_plugin()
+    assert env.kubelet.wait_for(lambda: len(env.kubelet.device_lists) == 1)
+
+    env.kubelet.restart()
+
+    assert env.kubelet.wait_for(lambda: len(env.kubelet.registrations) == 2), env.log()
+    assert env.kubelet.registrations[1].endpoint == "nvidia-gpu.sock"
+    assert env.kubelet.wait_for(lambda: len(env.kubelet.device_lists) == 2)
+    assert env.kubelet.device_lists[1] == [(i, "Healthy") for i in replicas(UUID_A, UUID_B)]
+    assert "the kubelet restarted" in env.log()
+
+
+def test_a_health_change_is_streamed_and_registered(start_plugin: Start) -> None:
+    env = start_plugin()
+    assert env.kubelet.wait_for(lambda: bool(env.kubelet.device_lists))
+    assert env.kubelet.wait_for(lambda: REGISTER in env.node_annotations())
+
+    env.gpu_file.write_text(gpu_file_text(healthy_b=False))
+
+    expected = [(i, "Healthy") for i in replicas(UUID_A)]
+    expected += [(i, "Unhealthy") for i in replicas(UUID_B)]
+    assert env.kubelet.wait_for(lambda: env.kubelet.device_lists[-1] == expected), env.log()
+    # the node annotation follows at once, not at the next 30 s refresh
+    assert env.kubelet.wait_for(
+        lambda: '"health":true' not in env.node_annotations()[REGISTER].split(UUID_B)[1]
+    )
+    assert "Xid 79" in env.log()
+
+
+def test_it_waits_for_a_missing_kubelet_and_registers_when_it_appears(
+    plugin_env: PluginEnv,
+) -> None:
+    plugin_env.start()
+    missing = f"kubelet socket {plugin_env.plugin_dir}/kubelet.sock does not exist"
+    assert plugin_env.wait_for_log(missing), plugin_env.log()
+
+    plugin_env.kubelet.start()
+
+    assert plugin_env.kubelet.wait_for(lambda: bool(plugin_env.kubelet.registrations))
+
+
+def test_sigterm_stops_it_cleanly_and_removes_its_socket(start_plugin: Start) -> None:
+    env = start_plugin()
+    (process,) = env.processes
+
+    assert env.stop(process) == 0
+    assert not (env.plugin_dir / "nvidia-gpu.sock").exists()
+    assert "device plugin stopped" in env.log()
+
+
+def test_bad_settings_exit_at_once_with_the_reason(plugin_env: PluginEnv) -> None:
+    process = plugin_env.start("--split-count", "0")
+
+    assert process.wait(timeout=30) == 2
+    assert "split_count" in plugin_env.log() and "command line" in plugin_env.log()
