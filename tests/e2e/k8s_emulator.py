@@ -477,8 +477,10 @@ class RunningApiServer:
     DSL adds reactions, e.g. `emulator["post", kmock.resource("", "v1", "events")] << 500`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
+        """Serve on `port`, or on a free port the system picks (the default)."""
         self.emulator = ApiServerEmulator()
+        self._port = port
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -608,7 +610,10 @@ class RunningApiServer:
 
     async def _main(self) -> None:
         self._stopping = asyncio.Event()
-        async with self.emulator, kmock.Server(self.emulator, host="127.0.0.1") as server:
+        async with (
+            self.emulator,
+            kmock.Server(self.emulator, host="127.0.0.1", port=self._port) as server,
+        ):
             self.url = str(server.url).rstrip("/")
             self._ready.set()
             await self._stopping.wait()

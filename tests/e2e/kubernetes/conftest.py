@@ -1,5 +1,6 @@
 """A started KubernetesCluster on the `k8s_api` emulator, and a recorder of its events."""
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,18 +47,35 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture()
-def connect(k8s_api: RunningApiServer) -> Iterator[Callable[..., KubernetesCluster]]:
-    """Build (not start) adapters on the emulator; all are stopped after the test."""
+def connect_to() -> Iterator[Callable[..., KubernetesCluster]]:
+    """Build (not start) adapters for an API URL; all are stopped after the test."""
     made: list[KubernetesCluster] = []
 
-    def build(**options: object) -> KubernetesCluster:
-        cluster = KubernetesCluster.connect(ConnectionSettings(host=k8s_api.url), **options)
+    def build(url: str, **options: object) -> KubernetesCluster:
+        cluster = KubernetesCluster.connect(ConnectionSettings(host=url), **options)
         made.append(cluster)
         return cluster
 
     yield build
     for cluster in made:
         cluster.stop()
+
+
+@pytest.fixture()
+def connect(
+    k8s_api: RunningApiServer, connect_to: Callable[..., KubernetesCluster]
+) -> Callable[..., KubernetesCluster]:
+    """Build (not start) adapters on the `k8s_api` emulator."""
+    return lambda **options: connect_to(k8s_api.url, **options)
+
+
+@pytest.fixture()
+def free_port() -> int:
+    """A loopback port nothing listens on (the system just handed it out)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 @pytest.fixture()

@@ -141,6 +141,21 @@ def test_unsubscribed_handlers_hear_nothing_more(
     assert ("node", "ADDED", "b") not in late.seen()
 
 
+def test_an_api_that_is_down_at_start_is_retried_until_it_answers(
+    connect_to: Callable[[str], KubernetesCluster], free_port: int, recorder: Recorder
+) -> None:
+    cluster = connect_to(f"http://127.0.0.1:{free_port}")
+    cluster.subscribe(recorder)
+    cluster.start()
+    assert not cluster.wait_synced(0.3)  # nothing listens yet
+
+    with RunningApiServer(port=free_port) as late:
+        late.create("/api/v1/nodes", node_manifest("gpu-1"))
+        assert cluster.wait_synced(30)
+        assert recorder.wait_for(("node", "ADDED", "gpu-1"))
+        cluster.stop()
+
+
 def test_reads_before_the_first_list_ask_the_api(
     k8s_api: RunningApiServer, connect: Callable[..., KubernetesCluster]
 ) -> None:

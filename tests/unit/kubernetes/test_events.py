@@ -32,7 +32,7 @@ def test_an_event_names_the_pod_reason_type_and_source() -> None:
     )
     assert event["source"] == {"component": "vgpu-scheduler"}
     assert event["metadata"]["namespace"] == "ns"
-    assert event["metadata"]["name"].startswith("p1.")
+    assert event["metadata"]["name"] == f"p1.{1787293239 * 10**9:x}"
     assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-08-21T06:20:39Z"
 
 
@@ -43,3 +43,13 @@ def test_normal_events_and_long_messages_are_cut_to_the_limit() -> None:
     assert event["type"] == "Normal"
     assert "uid" not in event["involvedObject"]
     assert len(event["message"]) == MESSAGE_LIMIT and event["message"].endswith("...")
+
+
+def test_events_a_microsecond_apart_get_different_names() -> None:
+    names = {
+        event_manifest(
+            "ns", "p1", "R", "m", warning=False, component="c", now=NOW.replace(microsecond=us)
+        )["metadata"]["name"]
+        for us in (0, 1, 2)
+    }
+    assert len(names) == 3

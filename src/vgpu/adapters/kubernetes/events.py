@@ -34,7 +34,7 @@ def event_manifest(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{pod}.{int(now.timestamp() * 1e9):x}", "namespace": namespace},
+        "metadata": {"name": f"{pod}.{_nanoseconds(now):x}", "namespace": namespace},
         "involvedObject": involved,
         "reason": reason,
         "message": message,
@@ -44,3 +44,8 @@ def event_manifest(
         "lastTimestamp": stamp,
         "count": 1,
     }
+
+
+def _nanoseconds(now: datetime) -> int:
+    """Unix time in ns, exact to the microsecond (a float would round away ~250 ns)."""
+    return int(now.replace(microsecond=0).timestamp()) * 10**9 + now.microsecond * 1000

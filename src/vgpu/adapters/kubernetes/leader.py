@@ -137,7 +137,7 @@ class LeaderElector:
         self.identity = identity
         self.name = name
         self.namespace = namespace
-        self._api = KubeApi(api_client, timeout=max(1.0, retry_period_s))
+        self._api = KubeApi(api_client, timeout=renew_deadline_s)
         self._path = object_path(namespaced("leases", namespace, LEASES), name)
         self._duration_s = lease_duration_s
         self._renew_deadline_s = renew_deadline_s
