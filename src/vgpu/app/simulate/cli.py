@@ -1,0 +1,123 @@
+"""`vgpu simulate`: run a workload through the scheduling rules on a simulated cluster."""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .engine import ALL_PAIRS, PolicyPair
+from .progress import ProgressBar
+from .report import document, table
+from .runner import run_pairs
+from .scenario import ScenarioError, default_scenario_text, load_scenario
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    """Add the `simulate` sub-command."""
+    parser = subparsers.add_parser(
+        "simulate",
+        help="run a day of GPU workload on a simulated cluster and compare scheduling policies",
+        description="Run a workload through vgpu's admission, filter and ledger on a simulated "
+        "cluster (no Kubernetes, no GPU) and compare node/GPU policies side by side. Without "
+        "--scenario an embedded default is used (see docs/simulate.md).",
+    )
+    parser.add_argument("--scenario", type=Path, metavar="FILE", help="scenario YAML file")
+    parser.add_argument("--seed", type=int, help="random seed (default: the scenario's seed)")
+    parser.add_argument(
+        "--policy",
+        type=_policy,
+        metavar="NODE/GPU",
+        help="run only this pair, e.g. binpack/spread (default: all four)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument(
+        "--report", type=Path, metavar="DIR", help="write PNG plots, results.json and index.html"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=_positive,
+        default=min(len(ALL_PAIRS), os.cpu_count() or 1),
+        help="runs in parallel processes (default: one per CPU, at most 4)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--print-scenario",
+        action="store_true",
+        help="print the scenario YAML (the embedded default without --scenario) and exit",
+    )
+    parser.set_defaults(run=run)
+
+
+def _policy(text: str) -> PolicyPair:
+    try:
+        return PolicyPair.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the scenario, run it under the chosen pairs, print the table or JSON."""
+    if args.print_scenario:
+        return _print_scenario(args.scenario)
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        print(f"vgpu simulate: invalid scenario:\n{exc}", file=sys.stderr)
+        return 2
+    seed = scenario.seed if args.seed is None else args.seed
+    pairs = [args.policy] if args.policy else list(ALL_PAIRS)
+    bar = ProgressBar(
+        sys.stderr,
+        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
+        enabled=not args.no_progress and sys.stderr.isatty(),
+    )
+    started = time.perf_counter()
+    try:
+        results = run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=bar.update)
+    finally:
+        bar.close()
+    log.info("simulated %d runs in %.1f s", len(results), time.perf_counter() - started)
+    if args.json:
+        print(json.dumps(document(scenario, seed, results), indent=2))
+    else:
+        print(table(scenario, seed, results), end="")
+    if args.report is not None:
+        from .plots import write_report  # matplotlib loads only when asked for
+
+        try:
+            written = write_report(args.report, scenario, seed, results)
+        except OSError as exc:
+            print(
+                f"vgpu simulate: cannot write the report to {args.report}: {exc}", file=sys.stderr
+            )
+            return 1
+        print(f"report: {written[-1]}", file=sys.stderr)
+    return 0
+
+
+def _print_scenario(path: Path | None) -> int:
+    if path is None:
+        print(default_scenario_text(), end="")
+        return 0
+    try:
+        print(path.read_text(encoding="utf-8"), end="")
+    except OSError as exc:
+        print(f"vgpu simulate: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,408 @@
+"""The discrete-event engine: pods arrive, pass admission, are scheduled, run and finish.
+
+Scheduling makes the same domain calls as the scheduler service: `plan_pod`, `decide` on the
+ledger's node views within the namespace's quota budget, then `Ledger.grant` and
+`QuotaBook.charge` with the grants read back from their annotation; a finished pod is
+released and refunded. Pods that fit nowhere wait in a Pending queue (first come, first
+served) that is retried whenever capacity frees.
+"""
+
+import heapq
+import logging
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from vgpu.domain import (
+    NVIDIA,
+    AdmissionConfig,
+    Budget,
+    DomainError,
+    Ledger,
+    NodeRejection,
+    NoPlacement,
+    Placement,
+    PodPlan,
+    PodPolicies,
+    Policy,
+    QuotaBook,
+    SchedulingConfig,
+    decide,
+    decode_pod_grants,
+    encode_pod_grants,
+    limits_from_hard,
+    plan_pod,
+    pod_from_manifest,
+)
+from vgpu.domain.reasons import phrase
+
+from .admission import admit_pod
+from .infeasible import InfeasibleCache, Shape, involves_quota, shape_of
+from .metrics import Reasons, RunResult, Sampler, TypicalRequest, mean, percentile
+from .scenario import Quota, Scenario
+from .workload import PodArrival, cluster_nodes
+
+Progress = Callable[[float], None]
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPair:
+    """A node policy and a GPU policy, written `node/gpu` (e.g. `binpack/spread`)."""
+
+    node: Policy
+    gpu: Policy
+
+    @property
+    def label(self) -> str:
+        return f"{self.node.value}/{self.gpu.value}"
+
+    @classmethod
+    def parse(cls, text: str) -> "PolicyPair":
+        """`binpack/spread`; ValueError names the bad part."""
+        parts = text.split("/")
+        if len(parts) != 2:
+            raise ValueError(f"policy {text!r} must be NODE/GPU, e.g. binpack/spread")
+        known = ", ".join(p.value for p in Policy)
+        values = []
+        for part, what in zip(parts, ("node", "GPU"), strict=True):
+            try:
+                values.append(Policy(part.strip().lower()))
+            except ValueError:
+                raise ValueError(
+                    f"{what} policy {part!r} in {text!r} is not one of: {known}"
+                ) from None
+        return cls(values[0], values[1])
+
+
+ALL_PAIRS = tuple(PolicyPair(node, gpu) for node in Policy for gpu in Policy)
+HAMI_DEFAULT = PolicyPair(Policy.BINPACK, Policy.SPREAD)
+
+
+class State(Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FINISHED = "finished"
+    DENIED = "denied"
+
+
+@dataclass(slots=True)
+class SimPod:
+    index: int
+    arrival: PodArrival
+    key: str
+    namespace: str
+    plan: PodPlan
+    shape: Shape
+    state: State = State.PENDING
+    node: str = ""
+    placed_at: float = -1.0
+    rejections: dict[str, NodeRejection] = field(default_factory=dict)
+    quota_nodes: set[str] = field(default_factory=set)
+
+
+_FINISH, _ARRIVE = 0, 1  # at the same instant, capacity frees before new pods come
+
+
+class Simulation:
+    """One run of a scenario's pods under one policy pair. Call `run()` once."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        pair: PolicyPair,
+        pods: Sequence[PodArrival],
+        *,
+        incremental: bool = True,
+        typical: TypicalRequest | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._scenario = scenario
+        self._pair = pair
+        self._arrivals = pods
+        self._incremental = incremental
+        self._typical = typical
+        self._clock = clock
+        vendor = NVIDIA
+        self._config = SchedulingConfig(
+            vendor=vendor, policies=PodPolicies(node=pair.node, gpu=pair.gpu)
+        )
+        self._admission = AdmissionConfig(scheduling=self._config)
+        self.ledger = Ledger()
+        self.quota = QuotaBook()
+        for node in cluster_nodes(scenario, vendor):
+            self.ledger.set_node(node.name, node.devices(vendor), node.cordoned(vendor))
+        self._nodes = self.ledger.nodes()
+        self._devices = {n: self.ledger.view(n).devices for n in self._nodes}
+        self._limited: set[str] = set()
+        for namespace in scenario.namespaces:
+            if namespace.quota is not None:
+                limits = limits_from_hard(_hard(namespace.quota), vendor)
+                self.quota.set_limits(namespace.name, limits)
+                self._limited.add(namespace.name)
+        self._cache = InfeasibleCache()
+        self.pods: list[SimPod] = []
+        self._pending: dict[str, SimPod] = {}
+        self._denied: list[str] = []
+        self._events: list[tuple[float, int, int]] = []
+        self._freed: set[str] = set()
+        self._refunded: set[str] = set()
+        self._now = 0.0
+        self._running = 0
+        self._attempts = 0
+        self._decide_calls = 0
+        self._schedule_seconds = 0.0
+
+    # running ---------------------------------------------------------------------------------
+    def run(self, progress: Progress | None = None) -> RunResult:
+        started = self._clock()
+        typical = self._typical or typical_request(self._scenario, self._arrivals)
+        sampler = Sampler(self._devices, typical)
+        events = self._events
+        for index, arrival in enumerate(self._arrivals):
+            heapq.heappush(events, (arrival.time, _ARRIVE, index))
+        duration, step = self._scenario.duration, self._scenario.sample_every
+        samples = int(duration // step)
+        times = [k * step for k in range(samples + 1)]
+        if times[-1] < duration:
+            times.append(duration)
+        for sample_time in times:
+            self._advance(sample_time)
+            sampler.sample(sample_time, self.ledger, len(self._pending), self._running)
+            if progress is not None:
+                progress(sample_time / duration)
+        return self._result(sampler, typical, self._clock() - started)
+
+    def _advance(self, until: float) -> None:
+        events = self._events
+        while events and events[0][0] <= until:
+            moment, kind, index = heapq.heappop(events)
+            self._now = moment
+            if kind == _FINISH:
+                self._finish(self.pods[index])
+                if events and events[0][0] == moment and events[0][1] == _FINISH:
+                    continue  # free everything that ends now before retrying
+                self._retry_pending()
+            else:
+                self._arrive(self._arrivals[index])
+
+    def _arrive(self, arrival: PodArrival) -> None:
+        manifest = arrival.manifest
+        meta = manifest["metadata"]
+        namespace = meta["namespace"]
+        created, message = admit_pod(manifest, self._admission, self.quota.budget(namespace))
+        if created is None:
+            self._denied.append(message)
+            return
+        try:
+            plan = plan_pod(pod_from_manifest(created), self._config)
+        except DomainError as exc:  # admission lets through what it cannot read; count it
+            self._denied.append(str(exc))
+            return
+        if plan is None:
+            self._denied.append("pod asks for no GPU")
+            return
+        pod = SimPod(len(self.pods), arrival, plan.key, namespace, plan, shape_of(plan))
+        self.pods.append(pod)
+        if not self._attempt(pod, self._nodes):
+            self._pending[pod.key] = pod
+
+    def _finish(self, pod: SimPod) -> None:
+        self.ledger.release(pod.key)
+        self.quota.refund(pod.key)
+        pod.state = State.FINISHED
+        self._running -= 1
+        self._freed.add(pod.node)
+        self._cache.node_freed(pod.node)
+        if pod.namespace in self._limited:
+            self._refunded.add(pod.namespace)
+
+    def _retry_pending(self) -> None:
+        """Give every waiting pod, oldest first, a try on the capacity that just freed."""
+        freed, refunded = self._freed, self._refunded
+        self._freed, self._refunded = set(), set()
+        for pod in list(self._pending.values()):
+            if not self._incremental:
+                candidates = self._nodes
+            else:
+                # only nodes that changed since the pod's last try can answer differently
+                changed = freed | pod.quota_nodes if pod.namespace in refunded else freed
+                if not changed:
+                    continue
+                candidates = sorted(changed)
+            if self._attempt(pod, candidates):
+                del self._pending[pod.key]
+
+    def _attempt(self, pod: SimPod, candidates: Sequence[str]) -> bool:
+        """One scheduling cycle for `pod` on `candidates`; True when it was placed."""
+        started = self._clock()
+        self._attempts += 1
+        views = []
+        for node in candidates:
+            known = self._cache.lookup(node, pod.shape) if self._incremental else None
+            if known is None:
+                views.append(self.ledger.view(node))
+            else:
+                pod.rejections[node] = known
+                pod.quota_nodes.discard(node)
+        placed = False
+        if views:
+            self._decide_calls += 1
+            decision = decide(pod.plan, views, self.quota.budget(pod.namespace))
+            if isinstance(decision, Placement):
+                self._place(pod, decision)
+                placed = True
+            else:
+                self._remember(pod, decision)
+        self._schedule_seconds += self._clock() - started
+        return placed
+
+    def _remember(self, pod: SimPod, decision: NoPlacement) -> None:
+        for node, rejection in decision.rejections.items():
+            pod.rejections[node] = rejection
+            if involves_quota(rejection):
+                pod.quota_nodes.add(node)
+            else:
+                pod.quota_nodes.discard(node)
+                self._cache.remember(node, pod.shape, rejection)
+
+    def _place(self, pod: SimPod, placement: Placement) -> None:
+        # the scheduler writes the grants as an annotation; the node side reads them back
+        grants = decode_pod_grants(encode_pod_grants(placement.grants))
+        self.ledger.grant(pod.key, placement.node, grants, pod.plan.init_count)
+        self.quota.charge(pod.key, pod.namespace, grants, pod.plan.init_count)
+        pod.state, pod.node, pod.placed_at = State.RUNNING, placement.node, self._now
+        pod.rejections.clear()
+        pod.quota_nodes.clear()
+        self._running += 1
+        finish = self._now + pod.arrival.runtime
+        heapq.heappush(self._events, (finish, _FINISH, pod.index))
+
+    # results ---------------------------------------------------------------------------------
+    def _final_rejections(self) -> list[tuple[str, NoPlacement]]:
+        """Why each pod still waits, asked of every node as the cluster is at the end.
+
+        (During the run a pod's reasons come from each node's latest check, which may be older.)
+        """
+        views = [self.ledger.view(n) for n in self._nodes]
+        refusals = []
+        for pod in self._pending.values():
+            decision = decide(pod.plan, views, self.quota.budget(pod.namespace))
+            if isinstance(decision, Placement):  # would mean a missed retry: a bug to report
+                log.error("pod %s is Pending but fits on %s", pod.key, decision.node)
+                continue
+            refusals.append((pod.key, decision))
+        return refusals
+
+    def _result(self, sampler: Sampler, typical: TypicalRequest, wall: float) -> RunResult:
+        placed = [p for p in self.pods if p.placed_at >= 0]
+        waits = [p.placed_at - p.arrival.time for p in placed]
+        waiting = [w for w in waits if w > 0]
+        series = sampler.series
+        return RunResult(
+            policy=self._pair.label,
+            submitted=len(self._arrivals),
+            denied=len(self._denied),
+            placed=len(placed),
+            placed_at_once=len(waits) - len(waiting),
+            pending_end=len(self._pending),
+            running_end=self._running,
+            finished=sum(1 for p in self.pods if p.state is State.FINISHED),
+            wait_mean=mean(waiting),
+            wait_p95=percentile(waits, 95),
+            pending_reasons=pending_reasons(self._final_rejections()),
+            denied_reasons=denial_reasons(self._denied),
+            memory_mean=mean(series.memory),
+            memory_p95=percentile(series.memory, 95),
+            cores_mean=mean(series.cores),
+            cores_p95=percentile(series.cores, 95),
+            slices_mean=mean(series.slices),
+            slices_p95=percentile(series.slices, 95),
+            fragmentation_mean=mean(series.fragmentation),
+            fragmentation_p95=percentile(series.fragmentation, 95),
+            stranded_of_free_mean=mean(series.stranded_of_free),
+            attempts=self._attempts,
+            decide_calls=self._decide_calls,
+            schedule_seconds=self._schedule_seconds,
+            wall_seconds=wall,
+            typical=typical,
+            series=series,
+        )
+
+
+def _hard(quota: Quota) -> dict[str, str]:
+    """The scenario's quota as a ResourceQuota `spec.hard`."""
+    hard = {}
+    for resource, value in (
+        (NVIDIA.memory_resource, quota.gpumem),
+        (NVIDIA.cores_resource, quota.gpucores),
+        (NVIDIA.count_resource, quota.gpus),
+    ):
+        if value is not None:
+            hard[f"limits.{resource}"] = str(value)
+    return hard
+
+
+def typical_request(scenario: Scenario, pods: Sequence[PodArrival]) -> TypicalRequest:
+    """The median per-card memory (MiB) and cores the workload asks for, after admission.
+
+    Percentages are resolved on the largest card. Free memory on a card that cannot take this
+    request counts as stranded (fragmentation). The same for every policy pair.
+    """
+    admission = AdmissionConfig()
+    card_memory = max(int(p.memory * p.memory_scaling) for p in scenario.nodes)
+    memories: list[int] = []
+    cores: list[int] = []
+    for arrival in pods:
+        created, _ = admit_pod(arrival.manifest, admission, Budget())
+        if created is None:
+            continue
+        try:
+            plan = plan_pod(pod_from_manifest(created), admission.scheduling)
+        except DomainError:
+            continue
+        for request in plan.requests if plan is not None else ():
+            if request is not None:
+                memories.append(request.memory or card_memory * request.memory_percent // 100)
+                cores.append(request.cores)
+    return TypicalRequest(_median(memories), _median(cores))
+
+
+def pending_reasons(pods: Sequence[tuple[str, NoPlacement]]) -> Reasons:
+    """Each waiting pod counted once, by the reason most of the nodes gave."""
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for key, refusal in pods:
+        if not refusal.rejections:
+            continue
+        by_reason = Counter(r.reason for r in refusal.rejections.values())
+        top = max(sorted(by_reason, key=lambda r: r.value), key=lambda r: by_reason[r])
+        reason = phrase(top)
+        counts[reason] += 1
+        if reason not in examples:
+            sample = next(r for r in refusal.rejections.values() if r.reason is top)
+            examples[reason] = f"{key}: {refusal.message}; e.g. {sample.node}: {sample.message}"
+    return _reasons(counts, examples)
+
+
+def denial_reasons(messages: Sequence[str]) -> Reasons:
+    """Admission denials grouped by the message's first clause."""
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for message in messages:
+        reason = message.split(":")[0]
+        counts[reason] += 1
+        examples.setdefault(reason, message)
+    return _reasons(counts, examples)
+
+
+def _reasons(counts: Counter[str], examples: dict[str, str]) -> Reasons:
+    ordered = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Reasons(ordered, tuple((r, examples[r]) for r, _ in ordered))
+
+
+def _median(values: list[int]) -> int:
+    return int(statistics.median_low(values)) if values else 0

@@ -1,0 +1,146 @@
+"""The runs side by side: a plain-text table for people and a JSON document for programs."""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .engine import HAMI_DEFAULT
+from .metrics import RunResult
+from .scenario import Scenario
+
+Row = tuple[str, Callable[[RunResult], str]]
+
+
+def describe_cluster(scenario: Scenario) -> str:
+    """`32 nodes x 8 NVIDIA A100-SXM4-80GB (split 10)`, pools joined with `+`."""
+    return " + ".join(
+        f"{p.count} nodes x {p.gpus} {p.model} (split {p.split_count})" for p in scenario.nodes
+    )
+
+
+def duration(seconds: float) -> str:
+    """A short human duration: `0s`, `45s`, `12m`, `2.5h`."""
+    if seconds < 1:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def _pair(mean: float, p95: float) -> str:
+    return f"{_pct(mean)} / {_pct(p95)}"
+
+
+ROWS: tuple[Row, ...] = (
+    ("pods submitted", lambda r: str(r.submitted)),
+    ("denied at admission", lambda r: str(r.denied)),
+    ("placed", lambda r: str(r.placed)),
+    ("  of them after waiting", lambda r: str(r.placed - r.placed_at_once)),
+    ("pending at end", lambda r: str(r.pending_end)),
+    ("wait of waiting pods, mean", lambda r: duration(r.wait_mean)),
+    ("wait p95 (all placed)", lambda r: duration(r.wait_p95)),
+    ("GPU memory used, mean / p95", lambda r: _pair(r.memory_mean, r.memory_p95)),
+    ("GPU cores used, mean / p95", lambda r: _pair(r.cores_mean, r.cores_p95)),
+    ("GPU slices used, mean / p95", lambda r: _pair(r.slices_mean, r.slices_p95)),
+    ("fragmentation, mean / p95", lambda r: _pair(r.fragmentation_mean, r.fragmentation_p95)),
+    ("scheduling decisions/s", lambda r: f"{r.decisions_per_second:,.0f}"),
+)
+
+
+def table(scenario: Scenario, seed: int, results: Sequence[RunResult]) -> str:
+    """The comparison the `vgpu simulate` command prints."""
+    if not results:
+        return "no runs\n"
+    first = results[0]
+    headers = [r.policy + ("*" if r.policy == HAMI_DEFAULT.label else "") for r in results]
+    label_width = max(len(label) for label, _ in ROWS) + 2
+    widths = [
+        max(len(h), *(len(cell(r)) for _, cell in ROWS)) + 2
+        for h, r in zip(headers, results, strict=True)
+    ]
+    lines = [
+        f"vgpu simulate: {scenario.name}: {describe_cluster(scenario)}",
+        f"{first.submitted} pods over {duration(scenario.duration)} (seed {seed}); "
+        "policies are node/GPU",
+        "",
+        "".ljust(label_width) + "".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)),
+    ]
+    for label, cell in ROWS:
+        cells = "".join(cell(r).rjust(w) for r, w in zip(results, widths, strict=True))
+        lines.append(label.ljust(label_width) + cells)
+    lines.append("")
+    lines.extend(_reasons(results))
+    lines.extend(_verdict(results))
+    lines.append("")
+    typical = first.typical
+    lines.append("* HAMi's default (node binpack, GPU spread).")
+    lines.append(
+        "Fragmentation: free GPU memory on cards that cannot take the median request "
+        f"({typical.memory} MiB, {typical.cores}% cores),"
+    )
+    lines.append(
+        "as a share of all GPU memory. Utilisation and fragmentation are sampled every "
+        f"{duration(scenario.sample_every)}."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _reasons(results: Sequence[RunResult]) -> list[str]:
+    width = max(len(r.policy) for r in results) + 2
+    lines = []
+    if any(r.pending_end for r in results):
+        lines.append("Pending at end, by the reason most nodes gave:")
+        for r in results:
+            lines.append(f"  {r.policy.ljust(width)}{r.pending_reasons.top()}")
+    if any(r.denied for r in results):
+        lines.append("Denied at admission (the webhook's quota check):")
+        for r in results:
+            lines.append(f"  {r.policy.ljust(width)}{r.denied_reasons.top()}")
+    return lines
+
+
+def _verdict(results: Sequence[RunResult]) -> list[str]:
+    if len(results) < 2:
+        return []
+
+    def best(key: Callable[[RunResult], float], higher: bool = False) -> str:
+        values = [key(r) for r in results]
+        target = max(values) if higher else min(values)
+        return ", ".join(r.policy for r, v in zip(results, values, strict=True) if v == target)
+
+    ranked = sorted(
+        results,
+        key=lambda r: (-r.placed, r.pending_end, r.wait_mean, r.fragmentation_mean, r.policy),
+    )
+    return [
+        f"Most pods placed: {best(lambda r: r.placed, higher=True)}. "
+        f"Least fragmentation: {best(lambda r: round(r.fragmentation_mean, 3))}. "
+        f"Shortest waits: {best(lambda r: round(r.wait_p95))}.",
+        f"Suits this workload best: {ranked[0].policy} (most placed, then fewest pending, "
+        "shortest wait, least fragmentation).",
+    ]
+
+
+def document(
+    scenario: Scenario, seed: int, results: Sequence[RunResult], *, series: bool = False
+) -> dict[str, Any]:
+    """The `--json` output (and `results.json` of a report, with the time series)."""
+    return {
+        "scenario": {
+            "name": scenario.name,
+            "description": scenario.description,
+            "seed": seed,
+            "duration_seconds": scenario.duration,
+            "sample_every_seconds": scenario.sample_every,
+            "nodes": sum(p.count for p in scenario.nodes),
+            "gpus": sum(p.count * p.gpus for p in scenario.nodes),
+            "cluster": describe_cluster(scenario),
+            "workloads": [w.name for w in scenario.workloads],
+        },
+        "runs": [r.as_json(series=series) for r in results],
+    }
