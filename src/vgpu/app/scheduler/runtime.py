@@ -94,6 +94,7 @@ class SchedulerRuntime:
             self._lifecycle.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
+        log.info("scheduler stopped: watches closed, leadership given up")
 
     def sync_now(self) -> None:
         """Rebuild the state from the cluster and report ready (used at start)."""

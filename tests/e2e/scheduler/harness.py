@@ -1,0 +1,221 @@
+"""Drive a real `vgpu scheduler` process the way kube-apiserver and kube-scheduler do.
+
+`SchedulerProcess` starts `python -m vgpu.app.cli scheduler` on a free 127.0.0.1 port and waits
+for `/readyz`; `stop()` sends SIGTERM and waits. The helper functions build the exact bodies:
+an `admission.k8s.io/v1` AdmissionReview for a pod CREATE, and the extender's
+`{"Pod": ..., "Nodes": null, "NodeNames": [...]}` and `{"PodName": ..., ...}`.
+"""
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TLS_DIR = Path(__file__).parent / "tls"
+REPO = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+class SchedulerProcess:
+    """One `vgpu scheduler` process; `args` are its flags, `env` its VGPU_* settings."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        tls: bool = False,
+        name: str = "scheduler",
+    ) -> None:
+        self.port = free_port()
+        self.tls = tls
+        self.log_path = workdir / f"{name}.log"
+        self._args = [*args, "--listen", f"127.0.0.1:{self.port}"]
+        if tls:
+            self._args += [
+                "--tls-cert",
+                str(TLS_DIR / "tls.crt"),
+                "--tls-key",
+                str(TLS_DIR / "tls.key"),
+            ]
+        self._env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
+        self._env.update(env or {})
+        self._env["PYTHONPATH"] = str(REPO / "src")
+        self._process: subprocess.Popen[bytes] | None = None
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.client = httpx.Client(
+            base_url=self.url,
+            timeout=30.0,
+            verify=str(TLS_DIR / "tls.crt") if tls else True,
+        )
+
+    def start(self, ready: bool = True) -> "SchedulerProcess":
+        log = self.log_path.open("ab")
+        command = [sys.executable, "-m", "vgpu.app.cli", "scheduler", *self._args]
+        self._process = subprocess.Popen(command, stdout=log, stderr=log, env=self._env)
+        log.close()
+        if ready and not wait_until(self.ready, 30):
+            raise AssertionError(f"the scheduler did not become ready:\n{self.logs()}")
+        return self
+
+    def ready(self) -> bool:
+        if self._process is not None and self._process.poll() is not None:
+            raise AssertionError(f"the scheduler exited early:\n{self.logs()}")
+        try:
+            return self.client.get("/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def listening(self) -> bool:
+        try:
+            return self.client.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> int | None:
+        if self._process is None:
+            return None
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(15)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(5)
+        code = self._process.returncode
+        self._process = None
+        return code
+
+    def close(self) -> None:
+        self.client.close()  # idle keep-alive connections would hold up a graceful shutdown
+        self.stop()
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    # what kube-apiserver and kube-scheduler send ----------------------------------------------
+    def review(self, pod: Mapping[str, Any], version: str = "admission.k8s.io/v1") -> Any:
+        body = admission_review(pod, version)
+        response = self.client.post("/webhook", json=body)
+        assert response.status_code == 200, response.text
+        reply = response.json()
+        assert reply["response"]["uid"] == body["request"]["uid"]
+        assert reply["apiVersion"] == version
+        return reply["response"]
+
+    def admit(self, pod: Mapping[str, Any]) -> dict[str, Any]:
+        """The pod as the API server stores it after our webhook; AssertionError if denied."""
+        response = self.review(pod)
+        assert response["allowed"], response
+        return apply_patch(pod, response)
+
+    def filter(self, pod: Mapping[str, Any], nodes: Sequence[str]) -> Any:
+        body = {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)}
+        response = self.client.post("/filter", json=body)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def prioritize(self, pod: Mapping[str, Any], nodes: Sequence[str]) -> Any:
+        body = {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)}
+        response = self.client.post("/prioritize", json=body)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def bind(self, pod: Mapping[str, Any], node: str) -> str:
+        meta = pod["metadata"]
+        body = {
+            "PodName": meta["name"],
+            "PodNamespace": meta.get("namespace", "default"),
+            "PodUID": meta.get("uid", ""),
+            "Node": node,
+        }
+        response = self.client.post("/bind", json=body)
+        assert response.status_code == 200, response.text
+        error: str = response.json()["Error"]
+        return error
+
+    def metric(self, name: str, **labels: str) -> list[float]:
+        """Values of samples named `name` whose labels include `labels`."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = self.client.get("/metrics").text
+        return [
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name and labels.items() <= sample.labels.items()
+        ]
+
+
+def admission_review(pod: Mapping[str, Any], version: str) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    return {
+        "apiVersion": version,
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", "default"),
+            "operation": "CREATE",
+            "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]},
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        },
+    }
+
+
+def apply_patch(pod: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply the webhook's base64 JSONPatch as the API server does (add/replace/remove)."""
+    result: dict[str, Any] = json.loads(json.dumps(pod))
+    if "patch" not in response:
+        return result
+    assert response["patchType"] == "JSONPatch"
+    for op in json.loads(base64.b64decode(response["patch"])):
+        *parents, last = [
+            p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]
+        ]
+        target: Any = result
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        if op["op"] == "remove":
+            del target[int(last) if isinstance(target, list) else last]
+        elif isinstance(target, list):
+            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
+        else:
+            target[last] = op["value"]
+    return result
