@@ -62,12 +62,21 @@ def fullness(capacity: Iterable[Device], usage: Iterable[Usage]) -> float:
         count += device.count
         cores += device.cores
         memory += device.memory
-    used = sum(usage, Usage())
-    return _ratio(used.slices, count) + _ratio(used.cores, cores) + _ratio(used.memory, memory)
+    slices = used_cores = used_memory = 0
+    for used in usage:  # plain sums: this runs for every card of every node on each filter call
+        slices += used.slices
+        used_cores += used.cores
+        used_memory += used.memory
+    return _ratio(slices, count) + _ratio(used_cores, cores) + _ratio(used_memory, memory)
 
 
 def card_fullness(device: Device, usage: Usage) -> float:
-    return fullness((device,), (usage,))
+    """`fullness` of one card, without building sequences."""
+    return (
+        _ratio(usage.slices, device.count)
+        + _ratio(usage.cores, device.cores)
+        + _ratio(usage.memory, device.memory)
+    )
 
 
 def preference(policy: Policy, full: float) -> float:
