@@ -189,6 +189,8 @@ class Informer(Generic[T]):
         finally:
             with self._lock:
                 self._response = None
+            # a stream left mid-way must not go back to the pool with unread bytes
+            response.close()
             response.release_conn()
         if delivered == 0 and self._clock() - started < SHORT_WATCH_S:
             self._pause("the watch ended at once")
