@@ -2,7 +2,7 @@
 
 from vgpu.app.simulate.engine import ALL_PAIRS, HAMI_DEFAULT, PolicyPair, Simulation, State
 from vgpu.app.simulate.metrics import RunResult
-from vgpu.app.simulate.scenario import Scenario
+from vgpu.app.simulate.scenario import Scenario, parse_scenario
 from vgpu.app.simulate.workload import PodArrival, generate_pods
 from vgpu.domain import Policy
 
@@ -138,3 +138,25 @@ def test_policy_pairs_parse_and_name_the_bad_part() -> None:
             assert words in str(exc)
         else:
             raise AssertionError(f"{text} was accepted")
+
+
+def test_a_pod_pinned_to_a_model_waits_for_that_models_capacity_not_the_other_nodes() -> None:
+    scenario = parse_scenario(
+        """
+duration: 1h
+nodes:
+  - {name: a100, count: 1, gpus: 1, memory: 80Gi}
+  - {name: t4, count: 3, gpus: 1, model: Tesla T4, memory: 15360}
+workloads:
+  - {name: unused, arrivals_per_hour: 1, runtime: {distribution: fixed, value: 1h}}
+"""
+    )
+    pinned = {"nvidia.com/use-gputype": "A100"}
+    first = arrival("first", 0, 2 * HOUR, gpu=1)
+    second = arrival("second", 10, HOUR, gpu=1, gpumem=40000)
+    for pod in (first, second):
+        pod.manifest["metadata"]["annotations"] = pinned
+    _, result = run(scenario, [first, second])
+    assert result.pending_reasons.counts == (("insufficient memory", 1),)
+    example = dict(result.pending_reasons.examples)["insufficient memory"]
+    assert "0/4 nodes are available: 3 type mismatch, 1 insufficient memory" in example

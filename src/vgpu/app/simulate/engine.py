@@ -29,6 +29,7 @@ from vgpu.domain import (
     PodPolicies,
     Policy,
     QuotaBook,
+    Reason,
     SchedulingConfig,
     decide,
     decode_pod_grants,
@@ -104,6 +105,7 @@ class SimPod:
     quota_nodes: set[str] = field(default_factory=set)
 
 
+_INELIGIBLE = frozenset({Reason.TYPE_MISMATCH, Reason.UUID_MISMATCH, Reason.MODE})
 _FINISH, _ARRIVE = 0, 1  # at the same instant, capacity frees before new pods come
 
 
@@ -372,18 +374,25 @@ def typical_request(scenario: Scenario, pods: Sequence[PodArrival]) -> TypicalRe
 
 
 def pending_reasons(pods: Sequence[tuple[str, NoPlacement]]) -> Reasons:
-    """Each waiting pod counted once, by the reason most of the nodes gave."""
+    """Each waiting pod counted once, by the reason most of the nodes gave.
+
+    Nodes the pod could never use (wrong card model, excluded cards) count only when no node
+    gave another reason: a pod pinned to A100s waits because the A100 nodes are full, not
+    because the T4 nodes are T4s.
+    """
     counts: Counter[str] = Counter()
     examples: dict[str, str] = {}
     for key, refusal in pods:
-        if not refusal.rejections:
+        relevant = [r for r in refusal.rejections.values() if r.reason not in _INELIGIBLE]
+        relevant = relevant or list(refusal.rejections.values())
+        if not relevant:
             continue
-        by_reason = Counter(r.reason for r in refusal.rejections.values())
+        by_reason = Counter(r.reason for r in relevant)
         top = max(sorted(by_reason, key=lambda r: r.value), key=lambda r: by_reason[r])
         reason = phrase(top)
         counts[reason] += 1
         if reason not in examples:
-            sample = next(r for r in refusal.rejections.values() if r.reason is top)
+            sample = next(r for r in relevant if r.reason is top)
             examples[reason] = f"{key}: {refusal.message}; e.g. {sample.node}: {sample.message}"
     return _reasons(counts, examples)
 

@@ -94,7 +94,7 @@ def _reasons(results: Sequence[RunResult]) -> list[str]:
     width = max(len(r.policy) for r in results) + 2
     lines = []
     if any(r.pending_end for r in results):
-        lines.append("Pending at end, by the reason most nodes gave:")
+        lines.append("Pending at end, by the reason most nodes gave (other card models aside):")
         for r in results:
             lines.append(f"  {r.policy.ljust(width)}{r.pending_reasons.top()}")
     if any(r.denied for r in results):
