@@ -82,3 +82,10 @@ def test_bind_sets_the_node_once(cluster: FakeCluster) -> None:
     with pytest.raises(NotFound):
         cluster.bind("default", "ghost", "", "node-a")
     assert cluster.list_pods("node-a") == [pod]
+
+
+def test_unreadable_lock_is_taken_over(cluster: FakeCluster) -> None:
+    cluster.patch_node_annotations("node-a", {NODE_LOCK_ANNOTATION: "not a time"})
+    cluster.lock_node("node-a", "default", "p1", EXPIRY)
+    node = cluster.get_node("node-a")
+    assert node is not None and node.annotations[NODE_LOCK_ANNOTATION].endswith(",default,p1")

@@ -5,6 +5,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from vgpu.domain.errors import DomainError
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.nodelock import NodeLock, parse_node_lock
 from vgpu.domain.pod import Pod
@@ -158,9 +159,8 @@ class FakeCluster:
             current = self._nodes.get(node)
             if current is None:
                 raise NotFound(f"node {node} not found")
-            held = current.annotations.get(NODE_LOCK_ANNOTATION)
-            if held is not None:
-                lock = parse_node_lock(held)
+            lock = _readable_lock(current.annotations.get(NODE_LOCK_ANNOTATION))
+            if lock is not None:
                 owner_alive = (lock.namespace, lock.pod) in self._pods
                 if not (
                     lock.owned_by(namespace, pod)
@@ -175,7 +175,8 @@ class FakeCluster:
         with self._lock:
             current = self._nodes.get(node)
             held = None if current is None else current.annotations.get(NODE_LOCK_ANNOTATION)
-            if held is None or not parse_node_lock(held).owned_by(namespace, pod):
+            lock = _readable_lock(held)
+            if lock is None or not lock.owned_by(namespace, pod):
                 return
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: None})
 
@@ -189,6 +190,16 @@ class FakeCluster:
             handlers = list(self._handlers)
         for handler in handlers:
             handler(ClusterEvent(kind, action, obj))
+
+
+def _readable_lock(value: str | None) -> NodeLock | None:
+    """The lock, or None when absent or unreadable (an unreadable lock is taken over)."""
+    if value is None:
+        return None
+    try:
+        return parse_node_lock(value)
+    except DomainError:
+        return None
 
 
 def _merge(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
