@@ -1,0 +1,269 @@
+"""Filter decision latency of vgpu's domain against HAMi's way of computing the same decision.
+
+For each cluster size it builds the same cluster twice: vgpu's state (a Ledger kept
+incrementally, plus a QuotaBook) and HAMi's (a pod cache of decoded grants, usage rebuilt from
+every pod on each call; see bench/hami_baseline.py). Then it answers the same filter calls with
+both, interleaved, checks that both pick the same node and cards, and prints the latency
+(median, p99), the throughput, the ratio, HAMi's published Go figures, and the memory the
+scheduler state takes (tracemalloc).
+
+One filter call = fit and score every node of the cluster + record the grant (vgpu: Ledger.grant
+and QuotaBook.charge; HAMi: addPod). Parsing the pod is the same for both and not timed.
+
+    .venv/bin/python bench/filter_domain.py            # the four sizes of the issue
+    .venv/bin/python bench/filter_domain.py --quick    # two small sizes, a few seconds
+"""
+
+import argparse
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fixture import (
+    FULL,
+    NAMESPACES,
+    QUICK,
+    Cluster,
+    Size,
+    build_cluster,
+    incoming_plans,
+    machine,
+    quota_limits,
+    stats_ms,
+    write_json,
+)
+from hami_baseline import HamiStyleScheduler
+
+from vgpu.domain import (
+    NVIDIA,
+    Decision,
+    Ledger,
+    Placement,
+    QuotaBook,
+    decide,
+    decode_node_devices,
+    decode_pod_grants,
+    encode_node_devices,
+    limits_from_hard,
+)
+
+# HAMi's Go scheduler, per filter call (Project-HAMi/HAMi issue #3021)
+HAMI_GO_MS = {(50, 8, 1_000): 4.16, (100, 16, 5_000): 17.9}
+MIB = 1024 * 1024
+
+
+def build_vgpu_state(cluster: Cluster, size: Size) -> tuple[Ledger, QuotaBook]:
+    """The scheduler's state as production builds it: from the annotations it watches."""
+    ledger = Ledger()
+    for node, cards in cluster.devices.items():
+        ledger.set_node(node, decode_node_devices(encode_node_devices(cards)))
+    quota = QuotaBook()
+    for namespace in NAMESPACES:
+        quota.set_limits(namespace, limits_from_hard(quota_limits(size), NVIDIA))
+    for pod in cluster.running:
+        grants = decode_pod_grants(pod.annotation)
+        ledger.grant(pod.key, pod.node, grants)
+        quota.charge(pod.key, pod.namespace, grants, 0)
+    return ledger, quota
+
+
+def build_hami_state(cluster: Cluster) -> HamiStyleScheduler:
+    devices = {n: decode_node_devices(encode_node_devices(c)) for n, c in cluster.devices.items()}
+    hami = HamiStyleScheduler(devices)
+    for pod in cluster.running:
+        hami.add_pod(pod.key, pod.node, pod.annotation)
+    return hami
+
+
+def traced(build: Any) -> tuple[Any, float, float]:
+    """Run `build()` under tracemalloc: (result, MiB kept, MiB at the peak)."""
+    tracemalloc.start()
+    try:
+        result = build()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, current / MIB, peak / MIB
+
+
+def same(a: Decision, b: Decision) -> bool:
+    if isinstance(a, Placement) and isinstance(b, Placement):
+        return a.node == b.node and a.grants == b.grants
+    return type(a) is type(b)
+
+
+def measure(size: Size, calls: int) -> dict[str, Any]:
+    cluster = build_cluster(size)
+    (ledger, quota), vgpu_mib, vgpu_peak = traced(lambda: build_vgpu_state(cluster, size))
+    hami, hami_mib, hami_peak = traced(lambda: build_hami_state(cluster))
+    decode_seconds = min(_decode_all(cluster) for _ in range(3))
+
+    nodes = ledger.nodes()
+    ours: list[float] = []
+    theirs: list[float] = []
+    ours_cpu: list[float] = []
+    theirs_cpu: list[float] = []
+    placed = mismatches = 0
+    warmup = 2
+    for i, plan in enumerate(incoming_plans(calls + warmup)):
+        budget = quota.budget(plan.namespace)
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        decision = decide(plan, [ledger.view(n) for n in nodes], budget)
+        if isinstance(decision, Placement):
+            ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
+            quota.charge(plan.key, plan.namespace, decision.grants, plan.init_count)
+        middle, middle_cpu = time.perf_counter(), time.thread_time()
+        baseline = hami.filter(plan, nodes, budget)
+        if isinstance(baseline, Placement):
+            hami.add_decoded(plan.key, baseline.node, baseline.grants)
+        end, end_cpu = time.perf_counter(), time.thread_time()
+        # undo, so that every call sees the cluster as built (untimed)
+        ledger.release(plan.key)
+        quota.refund(plan.key)
+        hami.remove_pod(plan.key)
+        if i < warmup:
+            continue
+        ours.append(middle - start)
+        theirs.append(end - middle)
+        ours_cpu.append(middle_cpu - start_cpu)
+        theirs_cpu.append(end_cpu - middle_cpu)
+        placed += isinstance(decision, Placement)
+        mismatches += not same(decision, baseline)
+    vgpu = stats_ms(ours)
+    hami_stats = stats_ms(theirs)
+    vgpu["cpu_median_ms"] = stats_ms(ours_cpu)["median_ms"]
+    hami_stats["cpu_median_ms"] = stats_ms(theirs_cpu)["median_ms"]
+    return {
+        "nodes": size.nodes,
+        "gpus_per_node": size.gpus,
+        "running_pods": size.pods,
+        "filter_calls": calls,
+        "placed": placed,
+        "decisions_differing": mismatches,
+        "vgpu": vgpu,
+        "hami_style_python": hami_stats,
+        "ratio_median": hami_stats["median_ms"] / vgpu["median_ms"],
+        "ratio_cpu_median": hami_stats["cpu_median_ms"] / vgpu["cpu_median_ms"],
+        "hami_go_ms": HAMI_GO_MS.get((size.nodes, size.gpus, size.pods)),
+        "decode_all_grants_ms": decode_seconds * 1e3,
+        "state_mib": {
+            "vgpu": vgpu_mib,
+            "vgpu_peak": vgpu_peak,
+            "hami_style": hami_mib,
+            "hami_style_peak": hami_peak,
+        },
+    }
+
+
+def _decode_all(cluster: Cluster) -> float:
+    start = time.perf_counter()
+    for pod in cluster.running:
+        decode_pod_grants(pod.annotation)
+    return time.perf_counter() - start
+
+
+LATENCY = (
+    ("cluster", lambda r: f"{r['nodes']:,} x {r['gpus_per_node']}, {r['running_pods']:,} pods"),
+    ("calls", lambda r: str(r["filter_calls"])),
+    ("vgpu median ms", lambda r: f"{r['vgpu']['median_ms']:.2f}"),
+    ("vgpu p99 ms", lambda r: f"{r['vgpu']['p99_ms']:.2f}"),
+    ("vgpu CPU ms", lambda r: f"{r['vgpu']['cpu_median_ms']:.2f}"),
+    ("vgpu calls/s", lambda r: f"{r['vgpu']['per_second']:,.1f}"),
+    ("HAMi-style median ms", lambda r: f"{r['hami_style_python']['median_ms']:.2f}"),
+    ("HAMi-style p99 ms", lambda r: f"{r['hami_style_python']['p99_ms']:.2f}"),
+    ("HAMi-style CPU ms", lambda r: f"{r['hami_style_python']['cpu_median_ms']:.2f}"),
+    ("HAMi-style / vgpu", lambda r: f"{r['ratio_median']:.2f}x"),
+    ("HAMi Go ms", lambda r: "-" if r["hami_go_ms"] is None else f"{r['hami_go_ms']}"),
+)
+MEMORY = (
+    ("cluster", LATENCY[0][1]),
+    ("vgpu state MiB", lambda r: f"{r['state_mib']['vgpu']:.1f}"),
+    ("vgpu build peak MiB", lambda r: f"{r['state_mib']['vgpu_peak']:.1f}"),
+    ("HAMi-style state MiB", lambda r: f"{r['state_mib']['hami_style']:.1f}"),
+    ("decode every grant ms", lambda r: f"{r['decode_all_grants_ms']:.1f}"),
+)
+Column = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """A Markdown table (readable as plain text too)."""
+    cells = [[cell(r) for _, cell in columns] for r in rows]
+    heads = [name for name, _ in columns]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    for row in cells:
+        lines.append(
+            "| "
+            + " | ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="two small sizes only")
+    parser.add_argument("--calls", type=int, help="filter calls per size (default: per size)")
+    parser.add_argument(
+        "--out", type=Path, help="JSON file (default: bench/results/filter_domain[-quick].json)"
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    out = args.out or Path(__file__).parent / "results" / (
+        "filter_domain-quick.json" if args.quick else "filter_domain.json"
+    )
+    info = machine()
+    print(
+        f"machine: {info['cpus']} CPUs ({info['cpu_model']}), "
+        f"{info['implementation']} {info['python']}, {info['system']}",
+        file=sys.stderr,
+    )
+    rows = []
+    started = time.perf_counter()
+    for size in sizes:
+        calls = args.calls or size.calls
+        print(f"measuring {size.label} ({calls} filter calls)...", file=sys.stderr)
+        row = measure(size, calls)
+        rows.append(row)
+        if row["decisions_differing"]:
+            print(
+                f"  {row['decisions_differing']} decisions differ between vgpu and the baseline",
+                file=sys.stderr,
+            )
+    print(table(rows, LATENCY))
+    print(
+        "\nOne call: fit and score every node, then record the grant. HAMi-style: the same fit "
+        "and score\nafter rebuilding usage from every pod (HAMi's getNodesUsage), in Python. "
+        "CPU ms: median\nCPU time of the call (wall time minus time the machine gave to others). "
+        "HAMi Go: HAMi's own\nscheduler per filter call, HAMi issue #3021.\n"
+    )
+    print(table(rows, MEMORY))
+    print(
+        "\nstate: what the scheduler keeps (vgpu: Ledger + QuotaBook; HAMi-style: node cards + "
+        "pod\ncache), measured with tracemalloc after building it from the annotations. decode "
+        "every grant:\nwhat re-reading every pod's grant annotation on each call would add."
+    )
+    write_json(
+        out,
+        {
+            "benchmark": "filter_domain",
+            "machine": info,
+            "seconds": time.perf_counter() - started,
+            "sizes": rows,
+        },
+    )
+    print(f"\nnumbers written to {out}", file=sys.stderr)
+    return 1 if any(r["decisions_differing"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
