@@ -64,3 +64,16 @@ def test_binding_after_expiry_fails_and_asks_for_rescheduling() -> None:
     error = w.service.bind("default", "p", "uid-p", "node1")
     assert "no GPU reservation on node1" in error and "scheduled again" in error
     assert w.cluster.bindings == []
+
+
+def test_a_pod_scheduled_again_that_no_longer_fits_does_not_get_its_old_grant_back() -> None:
+    w = world(a40_node("node1"))
+    body = manifest("p", gpu=1, gpumem=30000)
+    w.filter(body, "node1")
+    w.filter(manifest("q", gpu=1, gpumem=46068), "node1")  # takes the other card
+    bigger = manifest("p", gpu=2, gpumem=30000)  # the same pod, retried with a wider request
+    assert w.filter(bigger, "node1").node_names is None
+    # kube-scheduler updates the pod's status after the failed attempt: the old grant stays gone
+    w.cluster.patch_pod_annotations("default", "p", {"note": "PodScheduled=False"})
+    assert w.state.ledger.allocation("default/p") is None
+    assert w.filter(manifest("r", gpu=1, gpumem=46068), "node1").node_names == ["node1"]

@@ -135,7 +135,7 @@ class SchedulerService:
         state = self._state
         now = self._clock()
         with state.locked():
-            if not pod.node_name and state.release(plan.key):
+            if not pod.node_name and state.release(plan.key, revoke=True):
                 log.info("pod %s is scheduled again: its earlier reservation is released", plan.key)
             views, broken = state.views(names)
             decision = decide(plan, views, state.budget(plan.namespace))
@@ -307,7 +307,7 @@ class SchedulerService:
         state = self._state
         now = self._clock()
         with state.locked():
-            state.release(plan.key)
+            state.release(plan.key, revoke=True)
             views, broken = state.views([node])
             decision = decide(plan, views, state.budget(plan.namespace))
             if isinstance(decision, NoPlacement):

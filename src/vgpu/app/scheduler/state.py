@@ -59,7 +59,7 @@ class SchedulerState:
         self.quota = QuotaBook()
         self._problems: dict[str, str] = {}
         self._reservations: dict[str, Reservation] = {}
-        self._revoked: dict[str, str] = {}
+        self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
         self._synced = False
 
@@ -175,7 +175,6 @@ class SchedulerState:
     def reserve(self, pod: str, node: str, since: float, signature: str) -> None:
         with self._lock:
             self._reservations[pod] = Reservation(pod, node, since, signature)
-            self._revoked.pop(pod, None)
 
     def reservation(self, pod: str) -> Reservation | None:
         with self._lock:
@@ -201,7 +200,7 @@ class SchedulerState:
             self.quota.refund(pod)
             reservation = self._reservations.pop(pod, None)
             if revoke and reservation is not None:
-                self._revoked[pod] = reservation.signature
+                self._revoked.setdefault(pod, set()).add(reservation.signature)
             return held
 
     def forget(self, pod: str) -> None:
@@ -212,7 +211,7 @@ class SchedulerState:
 
     def is_revoked(self, pod: str, signature: str) -> bool:
         with self._lock:
-            return self._revoked.get(pod) == signature
+            return signature in self._revoked.get(pod, ())
 
     def expire(self, now: float, timeout: float) -> list[Reservation]:
         """Release reservations older than `timeout` whose pod is not being bound."""
