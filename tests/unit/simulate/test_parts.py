@@ -110,3 +110,16 @@ def test_a_disabled_progress_bar_writes_nothing() -> None:
 
 def test_durations_read_well() -> None:
     assert [duration(s) for s in (0.2, 45, 600, 9000)] == ["0s", "45s", "10m", "2.5h"]
+
+
+def test_a_workload_can_start_later() -> None:
+    text = """
+duration: 4h
+nodes: [{name: n, count: 1, gpus: 1}]
+workloads:
+  - {name: early, arrivals_per_hour: 20, start: 0, runtime: {distribution: fixed, value: 1h}}
+  - {name: late, arrivals_per_hour: 20, start: 3h, runtime: {distribution: fixed, value: 1h}}
+"""
+    pods = generate_pods(parse_scenario(text), 2)
+    assert min(p.time for p in pods if p.workload == "early") < 3600
+    assert min(p.time for p in pods if p.workload == "late") >= 3 * 3600

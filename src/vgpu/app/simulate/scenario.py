@@ -34,6 +34,11 @@ class ScenarioError(ValueError):
     """The scenario file cannot be read or is invalid; the message names the field."""
 
 
+def _offset(value: Any) -> float:
+    """A point in simulated time: a duration, or 0."""
+    return 0.0 if value == 0 and not isinstance(value, bool) else _seconds(value)
+
+
 def _seconds(value: Any) -> float:
     """`90`, `90s`, `30m`, `1h30m`, `1d`: a duration in seconds."""
     if isinstance(value, bool):
@@ -70,6 +75,7 @@ def _dns_name(value: str) -> str:
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
+Offset = Annotated[float, BeforeValidator(_offset)]
 MiB = Annotated[int, BeforeValidator(_mib)]
 Name = Annotated[str, AfterValidator(_dns_name)]
 T = TypeVar("T", int, float)
@@ -231,7 +237,7 @@ class Workload(_Strict):
     arrivals_per_hour: float = Field(gt=0, le=1_000_000)
     daily_swing: float = Field(default=0.0, ge=0, le=1)
     peak_hour: float = Field(default=14.0, ge=0, lt=24)
-    start: Seconds | None = None
+    start: Offset = 0.0
     gpus: CountSample = 1
     memory: MemorySample | None = None
     memory_percent: ShareSample | None = None

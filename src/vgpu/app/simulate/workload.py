@@ -119,7 +119,7 @@ def _arrivals(workload: Workload, duration: float, rng: random.Random) -> list[f
         return base * (1.0 + workload.daily_swing * math.cos(2 * math.pi * (t - shift) / DAY))
 
     times: list[float] = []
-    t = workload.start or 0.0
+    t = workload.start
     while True:
         t += rng.expovariate(peak)
         if t >= duration:
