@@ -102,6 +102,8 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
     decode_seconds = min(_decode_all(cluster) for _ in range(3))
 
     nodes = ledger.nodes()
+    views_seconds = _median_of(5, lambda: [ledger.view(n) for n in nodes])
+    rebuild_seconds = _median_of(5, hami.usage)
     ours: list[float] = []
     theirs: list[float] = []
     ours_cpu: list[float] = []
@@ -149,6 +151,10 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
         "ratio_cpu_median": hami_stats["cpu_median_ms"] / vgpu["cpu_median_ms"],
         "hami_go_ms": HAMI_GO_MS.get((size.nodes, size.gpus, size.pods)),
         "decode_all_grants_ms": decode_seconds * 1e3,
+        "state_work_ms": {
+            "vgpu_node_views": views_seconds * 1e3,
+            "hami_style_rebuild": rebuild_seconds * 1e3,
+        },
         "state_mib": {
             "vgpu": vgpu_mib,
             "vgpu_peak": vgpu_peak,
@@ -156,6 +162,16 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
             "hami_style_peak": hami_peak,
         },
     }
+
+
+def _median_of(times: int, work: Callable[[], object]) -> float:
+    """Median wall time of `work()` over `times` runs."""
+    spent = []
+    for _ in range(times):
+        start = time.perf_counter()
+        work()
+        spent.append(time.perf_counter() - start)
+    return sorted(spent)[times // 2]
 
 
 def _decode_all(cluster: Cluster) -> float:
@@ -178,8 +194,10 @@ LATENCY = (
     ("HAMi-style / vgpu", lambda r: f"{r['ratio_median']:.2f}x"),
     ("HAMi Go ms", lambda r: "-" if r["hami_go_ms"] is None else f"{r['hami_go_ms']}"),
 )
-MEMORY = (
+STATE = (
     ("cluster", LATENCY[0][1]),
+    ("vgpu node views ms", lambda r: f"{r['state_work_ms']['vgpu_node_views']:.2f}"),
+    ("HAMi-style rebuild ms", lambda r: f"{r['state_work_ms']['hami_style_rebuild']:.2f}"),
     ("vgpu state MiB", lambda r: f"{r['state_mib']['vgpu']:.1f}"),
     ("vgpu build peak MiB", lambda r: f"{r['state_mib']['vgpu_peak']:.1f}"),
     ("HAMi-style state MiB", lambda r: f"{r['state_mib']['hami_style']:.1f}"),
@@ -246,11 +264,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "CPU ms: median\nCPU time of the call (wall time minus time the machine gave to others). "
         "HAMi Go: HAMi's own\nscheduler per filter call, HAMi issue #3021.\n"
     )
-    print(table(rows, MEMORY))
+    print(table(rows, STATE))
     print(
-        "\nstate: what the scheduler keeps (vgpu: Ledger + QuotaBook; HAMi-style: node cards + "
-        "pod\ncache), measured with tracemalloc after building it from the annotations. decode "
-        "every grant:\nwhat re-reading every pod's grant annotation on each call would add."
+        "\nThe state part of one call: vgpu reads the ledger's node views; HAMi-style rebuilds "
+        "every\ncard's usage from every pod. state MiB: what the scheduler keeps (vgpu: Ledger + "
+        "QuotaBook;\nHAMi-style: node cards + pod cache), by tracemalloc after building it from "
+        "the annotations.\ndecode every grant: what re-reading every pod's annotation on each "
+        "call would add."
     )
     write_json(
         out,
