@@ -1,7 +1,7 @@
 """Can a pod be placed on one node, and on which cards? Every rejection says why."""
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, pod_footprint
@@ -113,7 +113,10 @@ def _fit_container(
     if chosen is not None:
         return chosen
     rejected.extend(over_quota)
-    return _shortage(node.name, request, len(candidates) - len(over_quota), rejected, plan)
+    message = _shortage(node.name, request, len(candidates) - len(over_quota), rejected)
+    if over_quota:
+        message = replace(message, message=f"{message.message}; {budget.describe()}")
+    return message
 
 
 def _choose(
@@ -178,7 +181,7 @@ def _refuse(
 
 
 def _shortage(
-    node: str, request: ContainerRequest, usable: int, rejected: list[CardRejection], plan: PodPlan
+    node: str, request: ContainerRequest, usable: int, rejected: list[CardRejection]
 ) -> NodeRejection:
     wanted = f"wants {request.count} x ({request.describe_memory()}, {request.cores}% cores)"
     if usable >= request.count:  # enough cards fit, but not on one NUMA node

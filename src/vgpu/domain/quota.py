@@ -47,6 +47,21 @@ class Budget:
             and (self.cards is None or charge.slices <= self.cards)
         )
 
+    def describe(self) -> str:
+        """What is left, in words: `namespace quota left: memory 1000 MiB, cores 20`."""
+        if self.blocked:
+            return "the namespace's GPU quota is 0"
+        parts = [
+            f"{name} {left}{unit}"
+            for name, left, unit in (
+                ("memory", self.memory, " MiB"),
+                ("cores", self.cores, ""),
+                ("cards", self.cards, ""),
+            )
+            if left is not None
+        ]
+        return "namespace quota left: " + (", ".join(parts) or "unlimited")
+
     def shortfall(self, charge: Usage) -> str:
         """Which limit `charge` breaks, in words."""
         if self.blocked:

@@ -65,6 +65,7 @@ def test_usage_is_counted_per_card() -> None:
     blocked = schedule(ledger, book, "one-more", gpu=1, mem=1)
     assert isinstance(blocked, NoPlacement)
     assert blocked.rejections["n"].reason is Reason.QUOTA
+    assert blocked.rejections["n"].message.endswith("namespace quota left: memory 0 MiB")
 
 
 def test_percentage_is_charged_as_resolved_on_the_chosen_card() -> None:
