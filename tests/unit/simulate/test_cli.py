@@ -104,3 +104,15 @@ def test_an_unknown_policy_is_refused_by_the_parser(capsys: pytest.CaptureFixtur
 def test_print_scenario_prints_the_embedded_default(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate("--print-scenario") == 0
     assert "NVIDIA A100-SXM4-80GB" in capsys.readouterr().out
+
+
+def test_the_verdict_names_the_pairs_that_placed_most(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert simulate("--scenario", str(scenario_file)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "binpack/binpack" in line).split()
+    placed = [int(v) for v in next(line for line in lines if line.startswith("placed")).split()[1:]]
+    most = [pair.rstrip("*") for pair, n in zip(header, placed, strict=True) if n == max(placed)]
+    verdict = next(line for line in lines if line.startswith("Most pods placed:"))
+    assert verdict.startswith(f"Most pods placed: {', '.join(most)}.")
