@@ -1,0 +1,55 @@
+"""The composition root wires the node config into every part, with adapters swapped for fakes."""
+
+import json
+from pathlib import Path
+
+from dependency_injector import providers
+
+from tests.unit.device_plugin.builders import GPUS, NODE, UUID_A, UUID_B
+from tests.unit.device_plugin.fakes import FakeKubelet
+from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.app.device_plugin.config import load_config
+from vgpu.app.device_plugin.container import DevicePluginContainer
+from vgpu.domain.node import ClusterNode
+
+
+def test_node_config_overrides_reach_the_kubelet_and_the_node_annotation(tmp_path: Path) -> None:
+    node_config = tmp_path / "config.json"
+    node_config.write_text(
+        json.dumps(
+            {
+                "nodeconfig": [
+                    {
+                        "name": NODE,
+                        "devicesplitcount": 2,
+                        "enablegetpreferredallocation": False,
+                        "filterdevices": {"uuid": [UUID_B]},
+                    }
+                ]
+            }
+        )
+    )
+    config = load_config(
+        overrides={"node_name": NODE, "node_config_file": node_config, "hook_path": str(tmp_path)}
+    )
+    cluster = FakeCluster()
+    cluster.put_node(ClusterNode(name=NODE))
+    kubelet = FakeKubelet()
+    container = DevicePluginContainer(config=config)
+    container.cluster.override(providers.Object(cluster))
+    container.gpu_port.override(providers.Object(FakeGpus(GPUS)))
+    container.kubelet.override(providers.Object(kubelet))
+
+    container.session().start()
+    container.registrar().sync()
+    _, devices = container.gpus().plugin_devices()
+
+    assert [d.id for d in devices] == [f"{UUID_A}-0", f"{UUID_A}-1"]
+    ((resource, options),) = kubelet.registered
+    assert resource == "nvidia.com/gpu" and not options.get_preferred_allocation_available
+    assert not container.service().options().get_preferred_allocation_available
+    node = cluster.get_node(NODE)
+    assert node is not None
+    registered = json.loads(node.annotations["hami.io/node-nvidia-register"])
+    assert [(d["id"], d["count"]) for d in registered] == [(UUID_A, 2)]
