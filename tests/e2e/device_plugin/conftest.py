@@ -5,112 +5,16 @@ socket paths stay within the 107-byte limit); `start_plugin()` starts the proces
 stops it (SIGTERM) after the test; its log shows with a failing test's output.
 """
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.device_plugin.harness import NODE, PluginEnv, gpu_file_text
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest
-
-NODE = "gpu-node-1"
-UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
-UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
-SPLIT = 3
-
-
-def gpu_file_text(healthy_b: bool = True) -> str:
-    return (
-        "gpus:\n"
-        f"  - uuid: {UUID_A}\n    name: Tesla V100-PCIE-32GB\n    memory_mib: 32768\n"
-        f"  - uuid: {UUID_B}\n    name: Tesla V100-PCIE-32GB\n    memory_mib: 32768\n"
-        f"    numa: 1\n    healthy: {'true' if healthy_b else 'false'}\n"
-        f"    reason: '{'' if healthy_b else 'Xid 79 (fallen off the bus)'}'\n"
-    )
-
-
-@dataclass
-class PluginEnv:
-    api: RunningApiServer
-    kubelet: FakeKubelet
-    plugin_dir: Path
-    hook: Path
-    gpu_file: Path
-    kubeconfig: Path
-    log_file: Path
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def command(self, *extra: str) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "vgpu.app.cli",
-            "device-plugin",
-            "--node-name",
-            NODE,
-            "--fake-gpus",
-            str(self.gpu_file),
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--plugin-dir",
-            str(self.plugin_dir),
-            "--hook-path",
-            str(self.hook),
-            "--split-count",
-            str(SPLIT),
-            *extra,
-        ]
-
-    def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VGPU_", "NODE_NAME"))}
-        env.update(
-            VGPU_KUBELET_POLL="0.05",
-            VGPU_REGISTER_RETRY="0.2",
-            VGPU_LOCK_DIR=str(self.hook / "vgpulock"),
-        )
-        return env
-
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        log = self.log_file.open("ab")
-        process = subprocess.Popen(
-            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
-        )
-        self.processes.append(process)
-        return process
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-
-    def wait_for_log(self, text: str, timeout: float = 15.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.log():
-                return True
-            time.sleep(0.05)
-        return text in self.log()
-
-    def stop(self, process: subprocess.Popen[bytes]) -> int:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
-
-    def node_annotations(self) -> dict[str, str]:
-        node = self.api.get(f"/api/v1/nodes/{NODE}") or {}
-        annotations: dict[str, str] = node.get("metadata", {}).get("annotations") or {}
-        return annotations
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.e2e.device_plugin.conftest import (
+from tests.e2e.device_plugin.harness import (
     NODE,
     SPLIT,
     UUID_A,
