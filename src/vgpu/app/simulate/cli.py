@@ -90,8 +90,11 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         results = run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=bar.update)
-    finally:
+    except KeyboardInterrupt:
         bar.close()
+        print("vgpu simulate: interrupted", file=sys.stderr)
+        return 130
+    bar.close()
     log.info("simulated %d runs in %.1f s", len(results), time.perf_counter() - started)
     if args.json:
         print(json.dumps(document(scenario, seed, results), indent=2))
