@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, pod_footprint
-from vgpu.domain.policy import PodPolicies, card_fullness, fullness, preference
+from vgpu.domain.policy import PodPolicies, Policy, fullness_of
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, summarize_cards
 from vgpu.domain.request import ContainerRequest
@@ -78,9 +78,24 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
                 app_usage[grant.uuid] = app_usage.get(grant.uuid, IDLE) + grant.usage
                 app_charge = app_charge + grant.usage
     pod_grants = tuple(grants)
-    footprint = pod_footprint(pod_grants, plan.init_count)
-    after = (node.usage.get(d.uuid, IDLE) + footprint.get(d.uuid, IDLE) for d in node.devices)
-    return NodeFit(node.name, pod_grants, fullness(node.devices, after))
+    return NodeFit(
+        node.name, pod_grants, _fullness_after(node, pod_footprint(pod_grants, plan.init_count))
+    )
+
+
+def _fullness_after(node: NodeView, footprint: Mapping[str, Usage]) -> float:
+    """The node's fullness once the pod's footprint is added (plain sums: a hot path)."""
+    count = cores = memory = slices = used_cores = used_memory = 0
+    for device in node.devices:
+        count += device.count
+        cores += device.cores
+        memory += device.memory
+        for usage in (node.usage.get(device.uuid), footprint.get(device.uuid)):
+            if usage is not None:
+                slices += usage.slices
+                used_cores += usage.cores
+                used_memory += usage.memory
+    return fullness_of(slices, count, used_cores, cores, used_memory, memory)
 
 
 def _fit_container(
@@ -98,18 +113,30 @@ def _fit_container(
             f"wants {request.count} cards, node has {len(node.devices)}",
         )
     rejected: list[CardRejection] = []
-    candidates: list[tuple[float, Device, DeviceGrant]] = []
+    candidates: list[tuple[float, Device, int]] = []  # (rank, card, memory it would take)
+    binpack = plan.policies.gpu is Policy.BINPACK
+    picky = plan.selector.picks_cards
+    cores = request.cores
     for device in node.devices:
-        used = node.usage.get(device.uuid, IDLE) + taken.get(device.uuid, IDLE)
-        refusal = _refuse(plan, request, device, used, node.cordoned)
+        used = node.usage.get(device.uuid, IDLE)
+        if taken and device.uuid in taken:
+            used = used + taken[device.uuid]
+        memory = request.memory_on(device)
+        refusal = _refuse(plan, request, memory, device, used, node.cordoned, picky)
         if refusal is not None:
             rejected.append(refusal)
             continue
-        grant = DeviceGrant(device.uuid, plan.vendor, request.memory_on(device), request.cores)
-        rank = preference(plan.policies.gpu, card_fullness(device, used + grant.usage))
-        candidates.append((rank, device, grant))
+        full = fullness_of(
+            used.slices + 1,
+            device.count,
+            used.cores + cores,
+            device.cores,
+            used.memory + memory,
+            device.memory,
+        )
+        candidates.append((full if binpack else -full, device, memory))
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
-    chosen, over_quota = _choose(candidates, request.count, budget, spent, plan)
+    chosen, over_quota = _choose(candidates, request, budget, spent, plan)
     if chosen is not None:
         return chosen
     rejected.extend(over_quota)
@@ -120,64 +147,71 @@ def _fit_container(
 
 
 def _choose(
-    candidates: Sequence[tuple[float, Device, DeviceGrant]],
-    count: int,
+    candidates: Sequence[tuple[float, Device, int]],
+    request: ContainerRequest,
     budget: Budget,
     spent: Usage,
     plan: PodPlan,
 ) -> tuple[ContainerGrant | None, list[CardRejection]]:
-    """Take the best `count` cards within quota (on one NUMA node when asked)."""
+    """Take the best `request.count` cards within quota (on one NUMA node when asked)."""
     numa_bound = plan.selector.numa_bind or plan.policies.numa
-    groups: dict[int, list[tuple[float, Device, DeviceGrant]]] = {}
+    groups: dict[int, list[tuple[float, Device, int]]] = {}
     for candidate in candidates:
         groups.setdefault(candidate[1].numa if numa_bound else 0, []).append(candidate)
     over_quota: list[CardRejection] = []
     for group in groups.values():
         picked: list[DeviceGrant] = []
         charge = spent
-        for _, device, grant in group:
-            if not budget.allows(charge + grant.usage):
+        for _, device, memory in group:
+            grant = DeviceGrant(device.uuid, plan.vendor, memory, request.cores)
+            if budget is not UNLIMITED and not budget.allows(charge + grant.usage):
                 over_quota.append(CardRejection(device.uuid, Reason.QUOTA))
                 continue
             picked.append(grant)
             charge = charge + grant.usage
-            if len(picked) == count:
+            if len(picked) == request.count:
                 return tuple(picked), []
     return None, over_quota
 
 
 def _refuse(
-    plan: PodPlan, request: ContainerRequest, device: Device, used: Usage, cordoned: frozenset[str]
+    plan: PodPlan,
+    request: ContainerRequest,
+    memory: int,
+    device: Device,
+    used: Usage,
+    cordoned: frozenset[str],
+    picky: bool,
 ) -> CardRejection | None:
+    """The first rule `device` breaks for this request, or None when it can take it."""
     selector = plan.selector
-
-    def no(reason: Reason, need: int = 0, free: int = 0) -> CardRejection:
-        return CardRejection(device.uuid, reason, need, free)
-
+    reason: Reason | None = None
+    need = free = 0
     if not device.healthy:
-        return no(Reason.UNHEALTHY)
-    if device.uuid in cordoned:
-        return no(Reason.CORDONED)
-    if not selector.mode_ok(device):
-        return no(Reason.MODE)
-    if not selector.type_ok(device):
-        return no(Reason.TYPE_MISMATCH)
-    if not selector.uuid_ok(device):
-        return no(Reason.UUID_MISMATCH)
-    if plan.policies.idle_only and not used.is_idle:
-        return no(Reason.EXCLUSIVE)
-    if used.slices >= device.count:
-        return no(Reason.SLICES_EXHAUSTED)
-    memory = request.memory_on(device)
-    if device.memory - used.memory < memory:
-        return no(Reason.INSUFFICIENT_MEMORY, memory, max(device.memory - used.memory, 0))
-    if device.cores - used.cores < request.cores:
-        return no(Reason.INSUFFICIENT_CORES, request.cores, max(device.cores - used.cores, 0))
-    if request.cores >= 100 and used.slices > 0:
-        return no(Reason.EXCLUSIVE)
-    if request.cores == 0 and device.cores > 0 and used.cores >= device.cores:
-        return no(Reason.CORES_EXHAUSTED)
-    return None
+        reason = Reason.UNHEALTHY
+    elif device.uuid in cordoned:
+        reason = Reason.CORDONED
+    elif picky and not selector.mode_ok(device):
+        reason = Reason.MODE
+    elif picky and not selector.type_ok(device):
+        reason = Reason.TYPE_MISMATCH
+    elif picky and not selector.uuid_ok(device):
+        reason = Reason.UUID_MISMATCH
+    elif plan.policies.idle_only and not used.is_idle:
+        reason = Reason.EXCLUSIVE
+    elif used.slices >= device.count:
+        reason = Reason.SLICES_EXHAUSTED
+    elif device.memory - used.memory < memory:
+        reason, need, free = Reason.INSUFFICIENT_MEMORY, memory, device.memory - used.memory
+    elif device.cores - used.cores < request.cores:
+        reason, need, free = Reason.INSUFFICIENT_CORES, request.cores, device.cores - used.cores
+    elif request.cores >= 100 and used.slices > 0:
+        reason = Reason.EXCLUSIVE
+    elif request.cores == 0 and device.cores > 0 and used.cores >= device.cores:
+        reason = Reason.CORES_EXHAUSTED
+    if reason is None:
+        return None
+    return CardRejection(device.uuid, reason, need, max(free, 0))
 
 
 def _shortage(

@@ -4,11 +4,10 @@ Scores are fractions in floating point (HAMi's integer division scored every per
 request as 0). Ties break by name so the same input always gives the same answer.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import PolicyError
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION
 
@@ -55,28 +54,14 @@ def pod_policies(annotations: Mapping[str, str], defaults: PodPolicies) -> PodPo
     return PodPolicies(node=node, gpu=gpu, numa=numa, idle_only=idle_only)
 
 
-def fullness(capacity: Iterable[Device], usage: Iterable[Usage]) -> float:
-    """Slices, cores and memory in use as fractions of capacity, summed (0.0 .. 3.0)."""
-    count = cores = memory = 0
-    for device in capacity:
-        count += device.count
-        cores += device.cores
-        memory += device.memory
-    slices = used_cores = used_memory = 0
-    for used in usage:  # plain sums: this runs for every card of every node on each filter call
-        slices += used.slices
-        used_cores += used.cores
-        used_memory += used.memory
+def fullness_of(
+    slices: int, count: int, used_cores: int, cores: int, used_memory: int, memory: int
+) -> float:
+    """Slices, cores and memory in use as fractions of capacity, summed (0.0 .. 3.0).
+
+    Plain integers in, because this runs for every card of every node on each filter call.
+    """
     return _ratio(slices, count) + _ratio(used_cores, cores) + _ratio(used_memory, memory)
-
-
-def card_fullness(device: Device, usage: Usage) -> float:
-    """`fullness` of one card, without building sequences."""
-    return (
-        _ratio(usage.slices, device.count)
-        + _ratio(usage.cores, device.cores)
-        + _ratio(usage.memory, device.memory)
-    )
 
 
 def preference(policy: Policy, full: float) -> float:

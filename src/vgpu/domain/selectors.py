@@ -22,9 +22,14 @@ class CardSelector:
     numa_bind: bool = False
     modes: tuple[str, ...] = ()
 
+    @property
+    def picks_cards(self) -> bool:
+        """False when the pod accepts any card: the filter can skip the per-card checks."""
+        return bool(
+            self.use_types or self.avoid_types or self.use_uuids or self.avoid_uuids or self.modes
+        )
+
     def type_ok(self, device: Device) -> bool:
-        if not self.use_types and not self.avoid_types:
-            return True  # the common case; skips splitting the type name for every card
         words = _words(device.type)
         if self.use_types and not any(_contains(words, t) for t in self.use_types):
             return False
