@@ -1,28 +1,46 @@
-"""The `vgpu` command. Each sub-command lives in its own module with a `register` function."""
+"""The `vgpu` command. Each sub-command lives in its own module with a `register` function.
+
+Only the module of the command being run is imported, so one command's heavy or broken
+imports (FastAPI, gRPC, matplotlib) never slow down or break another.
+"""
 
 import argparse
 import importlib
 import sys
 from collections.abc import Sequence
 
-# sub-command name -> module with `register(subparsers) -> None`; each sets `run` on its parser
+# name -> (module with `register(subparsers)` that sets `run` on its parser, one-line summary)
 COMMANDS = {
-    "simulate": "vgpu.app.simulate.cli",
-    "scheduler": "vgpu.app.scheduler.cli",
-    "device-plugin": "vgpu.app.device_plugin.cli",
+    "simulate": (
+        "vgpu.app.simulate.cli",
+        "run a day of GPU workload on a simulated cluster and compare scheduling policies",
+    ),
+    "scheduler": (
+        "vgpu.app.scheduler.cli",
+        "serve the admission webhook and the kube-scheduler extender",
+    ),
+    "device-plugin": (
+        "vgpu.app.device_plugin.cli",
+        "run the per-node device plugin (kubelet gRPC + node registration)",
+    ),
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="vgpu",
         description="GPU sharing for Kubernetes (HAMi-compatible): scheduler extender, "
         "device plugin and simulator.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS.values():
-        importlib.import_module(module).register(subparsers)
-    args = parser.parse_args(argv)
+    chosen = words[0] if words and words[0] in COMMANDS else None
+    for name, (module, summary) in COMMANDS.items():
+        if name == chosen:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary)
+    args = parser.parse_args(words)
     code: int = args.run(args)
     return code
 
