@@ -80,4 +80,4 @@ def test_a_bad_entry_names_the_file_the_field_and_the_value(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as err:
         _settings(tmp_path, document)
     assert "config.json" in str(err.value)
-    assert "nodeconfig.0.devicememoryscaling" in str(err.value) and "'lots'" in str(err.value)
+    assert "nodeconfig[0].devicememoryscaling" in str(err.value) and "'lots'" in str(err.value)

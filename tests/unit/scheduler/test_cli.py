@@ -40,7 +40,7 @@ def test_a_bad_fake_cluster_file_exits_2(
     path = tmp_path / "c.yaml"
     path.write_text("nodes: [{name: n, gpus: [{}]}]")
     assert main(["scheduler", "--fake-cluster", str(path)]) == 2
-    assert "nodes.0.gpus.0.uuid" in capsys.readouterr().err
+    assert "nodes[0].gpus[0].uuid" in capsys.readouterr().err
 
 
 def test_unusable_tls_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

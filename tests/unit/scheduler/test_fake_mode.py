@@ -51,12 +51,15 @@ def test_the_file_fills_a_fake_cluster_the_service_follows(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("nodes: [{name: n, gpus: [{uuid: g, type: t}]}]", "nodes.0.gpus.0.memory: Field required"),
-        ("nodes: [{name: n, gpus: [{uuid: g, type: t, memory: -1}]}]", "nodes.0.gpus.0.memory"),
-        ("nodes: [{name: n, color: red}]", "nodes.0.color: Extra inputs"),
-        ("pods: [{spec: {containers: 5}}]", "pods.0: pod containers must be a list"),
-        ("pods: [{spec: {containers: []}}]", "pods.0: metadata.name is missing"),
-        ("quotas: [{namespace: a}]", "quotas.0.name: Field required"),
+        (
+            "nodes: [{name: n, gpus: [{uuid: g, type: t}]}]",
+            "nodes[0].gpus[0].memory: Field required",
+        ),
+        ("nodes: [{name: n, gpus: [{uuid: g, type: t, memory: -1}]}]", "nodes[0].gpus[0].memory"),
+        ("nodes: [{name: n, color: red}]", "nodes[0].color: Extra inputs"),
+        ("pods: [{spec: {containers: 5}}]", "pods[0]: pod containers must be a list"),
+        ("pods: [{spec: {containers: []}}]", "pods[0]: metadata.name is missing"),
+        ("quotas: [{namespace: a}]", "quotas[0].name: Field required"),
         ("nodes: {name: n}", "nodes: Input should be a valid list"),
         (
             "nodes: [{name: n, gpus: [{uuid: g, type: t, memory: 1}], "

@@ -82,11 +82,11 @@ GARBAGE = [
     (b"\xff\xfe\x00", "not"),
     (b'{"Pod": {}, "NodeNames": ["a"], "Extra": 1}', "field Extra: Extra inputs are not permitted"),
     (b'{"Pod": "a pod", "NodeNames": ["a"]}', "field Pod: Input should be a valid dictionary"),
-    (b'{"Pod": {}, "NodeNames": [1, 2]}', "field NodeNames.0"),
+    (b'{"Pod": {}, "NodeNames": [1, 2]}', "field NodeNames[0]"),
     (b'{"Pod": {}, "NodeNames": "node1"}', "field NodeNames"),
     (b'{"NodeNames": ["node1"]}', "field Pod: Field required"),
     (b'{"Pod": {"spec": []}, "NodeNames": ["node1"]}', "pod spec must be an object"),
-    (b'{"Pod": {}, "Nodes": {"items": [{"metadata": 5}]}}', "field Nodes.items.0.metadata"),
+    (b'{"Pod": {}, "Nodes": {"items": [{"metadata": 5}]}}', "field Nodes.items[0].metadata"),
     (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
 ]
 

@@ -15,6 +15,8 @@ from typing import Any, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vgpu.app.errors import Source, explain
+
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "VGPU_"
@@ -110,7 +112,7 @@ def load_config(
         return DevicePluginConfig.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(
-            "invalid device-plugin configuration: " + _explain(exc, sources)
+            "invalid device-plugin configuration: " + explain(exc, "", _origin(sources))
         ) from None
 
 
@@ -150,14 +152,5 @@ def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     return values, sources
 
 
-def _explain(exc: ValidationError, sources: Mapping[str, str]) -> str:
-    parts = []
-    for error in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in error["loc"])
-        shown = repr(error.get("input"))
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        detail = "" if error["type"] == "missing" or not loc else f" (got {shown})"
-        origin = sources.get(str(error["loc"][0])) if error["loc"] else None
-        where = f"{loc}: " if loc else ""
-        parts.append(f"{where}{error['msg']}{detail}" + (f" [from {origin}]" if origin else ""))
-    return "; ".join(parts)
+def _origin(sources: Mapping[str, str]) -> Source:
+    return lambda loc: sources.get(str(loc[0])) if loc else None

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, read_yaml_mapping
+from vgpu.app.errors import explain
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 
 log = logging.getLogger(__name__)
@@ -103,11 +104,7 @@ def _entries_for(path: Path, node: str) -> list[_NodeEntry]:
     try:
         parsed = _NodeConfigFile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
-            for e in exc.errors(include_url=False)
-        )
-        raise ConfigError(f"node config file {path}: {problems}") from None
+        raise ConfigError(f"node config file {path}: {explain(exc)}") from None
     fallback = [e for e in parsed.nodeconfig if e.name == FALLBACK_NAME]
     named = [e for e in parsed.nodeconfig if e.name == node]
     if not fallback and not named:

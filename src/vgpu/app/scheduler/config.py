@@ -14,7 +14,7 @@ from typing import Any, Literal, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vgpu.app.scheduler.errors import explain
+from vgpu.app.errors import explain
 from vgpu.domain import (
     AdmissionConfig,
     PodPolicies,

@@ -35,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.app.scheduler.errors import explain
+from vgpu.app.errors import explain
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -108,7 +108,7 @@ def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -
         if entry.gpus:
             if vendor.register_annotation in annotations:
                 raise FakeClusterError(
-                    f"{where}: nodes.{position}: give either gpus or the "
+                    f"{where}: nodes[{position}]: give either gpus or the "
                     f"{vendor.register_annotation} annotation, not both"
                 )
             annotations[vendor.register_annotation] = encode_node_devices(
@@ -121,9 +121,9 @@ def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -
         try:
             pod = pod_from_manifest(manifest)
         except DomainError as exc:
-            raise FakeClusterError(f"{where}: pods.{position}: {exc}") from None
+            raise FakeClusterError(f"{where}: pods[{position}]: {exc}") from None
         if not pod.name:
-            raise FakeClusterError(f"{where}: pods.{position}: metadata.name is missing")
+            raise FakeClusterError(f"{where}: pods[{position}]: metadata.name is missing")
         cluster.put_pod(pod)
     return cluster
 

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from vgpu.app.scheduler.errors import explain
+from vgpu.app.errors import explain
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 
 BODY_LIMIT = 1 << 20  # 1 MiB, as HAMi reads at most

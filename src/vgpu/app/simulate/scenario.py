@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from vgpu.app.errors import problems
 from vgpu.domain.quantity import memory_mib
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -305,33 +306,12 @@ def _unique(field: str, names: list[str]) -> None:
 
 def explain(exc: ValidationError, source: str) -> str:
     """One line per problem: `<source>: workloads[0].memory.max: <what is wrong> (got ...)`."""
-    lines = []
-    for error in exc.errors(include_url=False):
-        where = _location(error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        if not where:  # a rule across fields: the message names them itself
-            lines.append(f"{source}: {message}")
-            continue
-        got = "" if error["type"] == "missing" else f" (got {_short(error.get('input'))})"
-        lines.append(f"{source}: {where}: {message}{got}")
-    return "\n".join(lines)
+    return "\n".join(f"{source}: {line}" for line in problems(exc, hidden=_union_branch))
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part in _TAGS or part.startswith(("Range[", "Choice[")):
-            continue  # pydantic's name for a union branch, not a field the user wrote
-        else:
-            text += f".{part}" if text else part
-    return text
-
-
-def _short(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
+def _union_branch(part: str) -> bool:
+    """pydantic's name for the branch of a union, not a field the user wrote."""
+    return part in _TAGS or part.startswith(("Range[", "Choice["))
 
 
 def parse_scenario(text: str, source: str = "scenario") -> Scenario:
