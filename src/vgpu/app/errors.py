@@ -1,4 +1,4 @@
-"""pydantic validation errors put into words.
+"""Input a user gave that cannot be used, and pydantic errors put into words.
 
 Every command words a validation problem the same way: the field (`nodes[0].gpus`), what is
 wrong, the value it got, and where it came from when that is known (a file, a variable).
@@ -12,6 +12,10 @@ from pydantic import ValidationError
 Location = tuple[int | str, ...]
 Source = Callable[[Location], str | None]
 Hidden = Callable[[str], bool]
+
+
+class ConfigError(ValueError):
+    """A settings or input file cannot be used; the message names the field, value and source."""
 
 
 def problems(

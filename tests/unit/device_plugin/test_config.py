@@ -66,7 +66,7 @@ def test_an_unreadable_or_malformed_file_is_named(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("- a list\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml must hold a mapping"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: must be a YAML mapping, not list"):
         load_config(bad)
 
 

@@ -66,8 +66,8 @@ leader_election:
             {"VGPU_LEADER_ELECTION__RETRY_PERIOD": "30"},
             "field leader_election: needs retry_period < renew_deadline",
         ),
-        ("- a list", {}, "must hold a mapping"),
-        ("key: [unclosed", {}, "is not valid YAML"),
+        ("- a list", {}, "must be a YAML mapping, not list"),
+        ("key: [unclosed", {}, "scheduler.yaml: not valid YAML"),
     ],
 )
 def test_errors_name_the_field_value_and_source(

@@ -3,32 +3,22 @@
 Precedence, lowest first: defaults, the `--config` file, environment variables (`VGPU_` + the
 field name in capitals, e.g. `VGPU_SPLIT_COUNT=4`; the node name also from `NODE_NAME`, as a
 DaemonSet sets it with the downward API), command-line flags. Lists in the environment are
-comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`).
+comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`). Unknown `VGPU_*` names
+are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the scheduler.
 """
 
-import logging
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vgpu.app.errors import Source, explain
+from vgpu.app.errors import ConfigError
+from vgpu.app.settings import ResourceName, VendorWord, load_settings
 
-log = logging.getLogger(__name__)
+__all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "load_config"]
 
-ENV_PREFIX = "VGPU_"
 NODE_NAME_ENV = "NODE_NAME"
-_RESOURCE_NAME = re.compile(
-    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-_LIST_FIELDS = ("disable_control_namespaces",)
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the field, the value and the source."""
 
 
 class DevicePluginConfig(BaseModel):
@@ -37,8 +27,8 @@ class DevicePluginConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     node_name: str = Field("", description="the Kubernetes node this plugin runs on")
-    resource_name: str = "nvidia.com/gpu"
-    vendor_word: str = Field("NVIDIA", min_length=1, pattern=r"^[^,:;]+$")
+    resource_name: ResourceName = "nvidia.com/gpu"
+    vendor_word: VendorWord = "NVIDIA"
     split_count: int = Field(10, ge=1, le=1000)
     memory_scaling: float = Field(1.0, gt=0, le=1000)
     core_scaling: float = Field(1.0, gt=0, le=1000)
@@ -58,13 +48,6 @@ class DevicePluginConfig(BaseModel):
     kubeconfig: Path | None = None
     fake_gpus: Path | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
-
-    @field_validator("resource_name")
-    @classmethod
-    def _extended_name(cls, value: str) -> str:
-        if not _RESOURCE_NAME.match(value):
-            raise ValueError("must be an extended resource name such as nvidia.com/gpu")
-        return value
 
     @field_validator("endpoint")
     @classmethod
@@ -96,61 +79,6 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> DevicePluginConfig:
     """Defaults < file < environment < overrides (None values ignored); ConfigError if bad."""
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    if path is not None:
-        values = read_yaml_mapping(path)
-        sources.update({key: str(path) for key in values})
-    env_values, env_sources = _from_env(env or {})
-    values.update(env_values)
-    sources.update(env_sources)
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            values[key] = value
-            sources[key] = "command line"
-    try:
-        return DevicePluginConfig.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigError(
-            "invalid device-plugin configuration: " + explain(exc, "", _origin(sources))
-        ) from None
-
-
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """A YAML (or JSON) file holding a mapping; ConfigError names the file and the problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML or JSON: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping, not {type(data).__name__}")
-    return data
-
-
-def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    if env.get(NODE_NAME_ENV):
-        values["node_name"] = env[NODE_NAME_ENV]
-        sources["node_name"] = NODE_NAME_ENV
-    for name, raw in sorted(env.items()):
-        if not name.startswith(ENV_PREFIX):
-            continue
-        key = name[len(ENV_PREFIX) :].lower()
-        if key not in DevicePluginConfig.model_fields:
-            continue  # other commands' settings share the prefix
-        values[key] = (
-            [p.strip() for p in raw.split(",") if p.strip()] if key in _LIST_FIELDS else raw
-        )
-        sources[key] = name
-    return values, sources
-
-
-def _origin(sources: Mapping[str, str]) -> Source:
-    return lambda loc: sources.get(str(loc[0])) if loc else None
+    return load_settings(
+        DevicePluginConfig, "device-plugin", path, env, overrides, {NODE_NAME_ENV: "node_name"}
+    )

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, read_yaml_mapping
-from vgpu.app.errors import explain
+from vgpu.app.device_plugin.config import DevicePluginConfig
+from vgpu.app.errors import ConfigError, explain
+from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 
 log = logging.getLogger(__name__)
@@ -100,11 +101,11 @@ def node_settings(config: DevicePluginConfig) -> NodeSettings:
 
 
 def _entries_for(path: Path, node: str) -> list[_NodeEntry]:
-    raw = read_yaml_mapping(path)
+    what = "node config file"
     try:
-        parsed = _NodeConfigFile.model_validate(raw)
+        parsed = _NodeConfigFile.model_validate(read_yaml_mapping(path, what))
     except ValidationError as exc:
-        raise ConfigError(f"node config file {path}: {explain(exc)}") from None
+        raise ConfigError(f"{what} {path}: {explain(exc)}") from None
     fallback = [e for e in parsed.nodeconfig if e.name == FALLBACK_NAME]
     named = [e for e in parsed.nodeconfig if e.name == node]
     if not fallback and not named:

@@ -2,19 +2,18 @@
 
 Precedence, lowest first: defaults, the `--config` file, environment variables, command-line
 flags. A nested field is set from the environment with `__` between levels, e.g.
-`VGPU_LEADER_ELECTION__ENABLED=true` or `VGPU_DEFAULTS__MEMORY=1024`.
+`VGPU_LEADER_ELECTION__ENABLED=true` or `VGPU_DEFAULTS__MEMORY=1024`. Unknown `VGPU_*` names
+are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the device plugin.
 """
 
-import logging
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vgpu.app.errors import explain
+from vgpu.app.errors import ConfigError
+from vgpu.app.settings import ResourceName, VendorWord, load_settings
 from vgpu.domain import (
     AdmissionConfig,
     PodPolicies,
@@ -24,16 +23,14 @@ from vgpu.domain import (
     Vendor,
 )
 
-log = logging.getLogger(__name__)
-
-ENV_PREFIX = "VGPU_"
-_RESOURCE_NAME = re.compile(
-    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the field, the value and the source."""
+__all__ = [
+    "ConfigError",
+    "Defaults",
+    "LeaderElection",
+    "ResourceNames",
+    "SchedulerConfig",
+    "load_config",
+]
 
 
 class _Model(BaseModel):
@@ -43,19 +40,12 @@ class _Model(BaseModel):
 class ResourceNames(_Model):
     """Extended resource names pods use, and the vendor word written into grants."""
 
-    count: str = "nvidia.com/gpu"
-    memory: str = "nvidia.com/gpumem"
-    memory_percentage: str = "nvidia.com/gpumem-percentage"
-    cores: str = "nvidia.com/gpucores"
-    priority: str = "nvidia.com/priority"
-    vendor_word: str = Field(default="NVIDIA", min_length=1, pattern=r"^[^,:;]+$")
-
-    @field_validator("count", "memory", "memory_percentage", "cores", "priority")
-    @classmethod
-    def _extended_name(cls, value: str) -> str:
-        if not _RESOURCE_NAME.match(value):
-            raise ValueError("must be an extended resource name such as nvidia.com/gpu")
-        return value
+    count: ResourceName = "nvidia.com/gpu"
+    memory: ResourceName = "nvidia.com/gpumem"
+    memory_percentage: ResourceName = "nvidia.com/gpumem-percentage"
+    cores: ResourceName = "nvidia.com/gpucores"
+    priority: ResourceName = "nvidia.com/priority"
+    vendor_word: VendorWord = "NVIDIA"
 
 
 class Defaults(_Model):
@@ -160,86 +150,4 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> SchedulerConfig:
     """Defaults < file < `VGPU_*` environment < overrides; ConfigError names what is wrong."""
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    if path is not None:
-        values = _read_file(path)
-        sources.update({key: str(path) for key in values})
-    env_values, env_sources = _from_env(env or {})
-    _merge(values, env_values)
-    sources.update(env_sources)
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            values[key] = value
-            sources[key] = "command line"
-    try:
-        return SchedulerConfig.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigError("invalid configuration: " + _explain_with_sources(exc, sources)) from None
-
-
-def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping, not {type(data).__name__}")
-    return data
-
-
-def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for name, raw in sorted(env.items()):
-        if not name.startswith(ENV_PREFIX):
-            continue
-        path = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
-        if not _known(path):
-            log.warning("ignoring %s: no scheduler setting has that name", name)
-            continue
-        target = values
-        for part in path[:-1]:
-            target = target.setdefault(part, {})
-        target[path[-1]] = raw
-        sources[".".join(path)] = name
-        sources.setdefault(path[0], name)
-    return values, sources
-
-
-def _known(path: list[str]) -> bool:
-    model: type[BaseModel] | None = SchedulerConfig
-    for part in path:
-        if model is None or part not in model.model_fields:
-            return False
-        annotation = model.model_fields[part].annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-        else:
-            model = None
-    return model is None
-
-
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
-
-
-def _explain_with_sources(exc: ValidationError, sources: Mapping[str, str]) -> str:
-    def source(loc: tuple[int | str, ...]) -> str | None:
-        for depth in range(len(loc), 0, -1):
-            found = sources.get(".".join(str(p) for p in loc[:depth]))
-            if found:
-                return found
-        return None
-
-    return explain(exc, "field ", source)
+    return load_settings(SchedulerConfig, "scheduler", path, env, overrides)

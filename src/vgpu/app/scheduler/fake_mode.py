@@ -31,11 +31,11 @@ and it can be bound.
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.app.errors import explain
+from vgpu.app.errors import ConfigError, explain
+from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -88,16 +88,13 @@ class FakeClusterFile(_Model):
 
 def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     """A FakeCluster filled from the YAML file; FakeClusterError says what is wrong where."""
+    what = "fake cluster file"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FakeClusterError(f"cannot read fake cluster file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise FakeClusterError(f"fake cluster file {path} is not valid YAML: {exc}") from None
-    try:
-        spec = FakeClusterFile.model_validate(data or {})
+        spec = FakeClusterFile.model_validate(read_yaml_mapping(path, what))
+    except ConfigError as exc:
+        raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
-        raise FakeClusterError(f"fake cluster file {path}: " + explain(exc)) from None
+        raise FakeClusterError(f"{what} {path}: {explain(exc)}") from None
     return build_fake_cluster(spec, vendor, str(path))
 
 

@@ -9,7 +9,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -22,7 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from vgpu.app.errors import problems
+from vgpu.app.errors import ConfigError, problems
+from vgpu.app.settings import parse_yaml_mapping, read_text
 from vgpu.domain.quantity import memory_mib
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -317,11 +317,9 @@ def _union_branch(part: str) -> bool:
 def parse_scenario(text: str, source: str = "scenario") -> Scenario:
     """Validate YAML text; ScenarioError says what is wrong, field by field."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{source}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{source}: must be a YAML mapping, not {type(data).__name__}")
+        data = parse_yaml_mapping(text, source)
+    except ConfigError as exc:
+        raise ScenarioError(str(exc)) from None
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -333,9 +331,9 @@ def load_scenario(path: Path | None = None) -> Scenario:
     if path is None:
         return parse_scenario(default_scenario_text(), "default scenario")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario {path}: {exc.strerror or exc}") from None
+        text = read_text(path, "scenario")
+    except ConfigError as exc:
+        raise ScenarioError(str(exc)) from None
     return parse_scenario(text, str(path))
 
 

@@ -1,0 +1,182 @@
+"""A command's settings: a pydantic model filled from a YAML file, `VGPU_*` variables and flags.
+
+Precedence, lowest first: the model's defaults, the file, the environment, command-line
+overrides. A variable is `VGPU_` + the field name in capitals, nested fields joined with `__`
+(`VGPU_LEADER_ELECTION__ENABLED=true`); a list field takes a comma-separated value; a name that
+matches no field is logged and ignored. Every value remembers where it came from, so an invalid
+one is reported with its field, its value and its source:
+`field listen_port: Input should be a valid integer ... (got 'abc') [from VGPU_LISTEN_PORT]`.
+"""
+
+import logging
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_origin
+
+import yaml
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
+
+from vgpu.app.errors import ConfigError, Location, explain
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "VGPU_"
+_LISTS = (list, tuple, set, frozenset)
+_RESOURCE_NAME = re.compile(
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+Settings = TypeVar("Settings", bound=BaseModel)
+
+
+def _extended_resource_name(value: str) -> str:
+    if not _RESOURCE_NAME.match(value):
+        raise ValueError("must be an extended resource name such as nvidia.com/gpu")
+    return value
+
+
+ResourceName = Annotated[str, AfterValidator(_extended_resource_name)]
+"""A setting that names an extended resource, `<domain>/<name>` (`nvidia.com/gpumem`)."""
+
+VendorWord = Annotated[str, Field(min_length=1, pattern=r"^[^,:;]+$")]
+"""The vendor word written into grants (`NVIDIA`): no separator of the annotation formats."""
+
+
+def load_settings(
+    model: type[Settings],
+    command: str,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults < file < environment < overrides (None values ignored); ConfigError if bad.
+
+    `command` names the program in messages; `aliases` maps other variable names to a field
+    (`NODE_NAME` -> `node_name`), read when set and not empty, below the `VGPU_*` names.
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if path is not None:
+        values = read_yaml_mapping(path, "config file")
+        _record_all(sources, values, (), str(path))
+    env_values, env_sources = _from_env(model, command, env or {}, aliases or {})
+    _merge(values, env_values)
+    for dotted, name in env_sources.items():
+        _record(sources, dotted.split("."), name)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+            for dotted in [d for d in sources if d.startswith(f"{key}.")]:
+                del sources[dotted]
+            sources[key] = "command line"
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        details = explain(exc, "field ", lambda loc: _origin(sources, loc))
+        raise ConfigError(f"invalid {command} configuration: {details}") from None
+
+
+def read_text(path: Path, what: str) -> str:
+    """The file's text; ConfigError `cannot read <what> <path>: <reason>`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def parse_yaml_mapping(text: str, source: str) -> dict[str, Any]:
+    """YAML (or JSON) text holding a mapping, empty text as `{}`; ConfigError names `source`."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: must be a YAML mapping, not {type(data).__name__}")
+    return data
+
+
+def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
+    """A YAML (or JSON) file holding a mapping; ConfigError names `what`, the file and the fault."""
+    return parse_yaml_mapping(read_text(path, what), f"{what} {path}")
+
+
+def _from_env(
+    model: type[BaseModel], command: str, env: Mapping[str, str], aliases: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    named = [(name, field.split(".")) for name, field in aliases.items() if env.get(name)]
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX):
+            named.append((name, [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]))
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, path in named:
+        field = _leaf(model, path)
+        if field is None:
+            log.warning("ignoring %s: no %s setting has that name", name, command)
+            continue
+        raw = env[name]
+        target = values
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = (
+            [p.strip() for p in raw.split(",") if p.strip()]
+            if get_origin(field.annotation) in _LISTS
+            else raw
+        )
+        sources[".".join(path)] = name
+    return values, sources
+
+
+def _leaf(model: type[BaseModel], path: list[str]) -> FieldInfo | None:
+    """The field at `path` if it is a value, not a nested model; None if there is none."""
+    current: type[BaseModel] | None = model
+    field = None
+    for part in path:
+        if current is None or part not in current.model_fields:
+            return None
+        field = current.model_fields[part]
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            current = annotation
+        else:
+            current = None
+    return field if current is None else None
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def _record(sources: dict[str, str], path: list[str], origin: str) -> None:
+    """`origin` set the value at `path`; a level above keeps the source it already has."""
+    sources[".".join(path)] = origin
+    for depth in range(1, len(path)):
+        sources.setdefault(".".join(path[:depth]), origin)
+
+
+def _record_all(
+    sources: dict[str, str], values: Mapping[Any, Any], above: tuple[str, ...], origin: str
+) -> None:
+    for key, value in values.items():
+        path = (*above, str(key))
+        _record(sources, list(path), origin)
+        if isinstance(value, Mapping):
+            _record_all(sources, value, path, origin)
+
+
+def _origin(sources: Mapping[str, str], loc: Location) -> str | None:
+    """Where the innermost part of `loc` that has a recorded source came from."""
+    for depth in range(len(loc), 0, -1):
+        found = sources.get(".".join(str(p) for p in loc[:depth]))
+        if found:
+            return found
+    return None
