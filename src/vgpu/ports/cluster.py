@@ -1,5 +1,6 @@
 """The Kubernetes API as the scheduler and the device plugin use it."""
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -51,6 +52,36 @@ class ClusterEvent:
 
 
 EventHandler = Callable[[ClusterEvent], None]
+
+
+class Subscribers:
+    """The handlers `ClusterPort.subscribe` has taken, for any implementation. Thread-safe.
+
+    `add` gives back the function that unsubscribes, as the protocol promises; `current` is a
+    copy to deliver an event to, so a handler may unsubscribe while it is being called. How an
+    event is delivered (which thread, what a failing handler does) stays the implementation's.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: list[EventHandler] = []
+        self._lock = threading.Lock()
+
+    def add(self, handler: EventHandler) -> Callable[[], None]:
+        """Register `handler`; the returned function removes it (calling it twice is harmless)."""
+        with self._lock:
+            self._handlers.append(handler)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if handler in self._handlers:
+                    self._handlers.remove(handler)
+
+        return unsubscribe
+
+    def current(self) -> list[EventHandler]:
+        """The handlers registered now, in the order they came."""
+        with self._lock:
+            return list(self._handlers)
 
 
 class ClusterPort(Protocol):

@@ -18,6 +18,7 @@ from vgpu.ports.cluster import (
     Kind,
     NotFound,
     Quota,
+    Subscribers,
 )
 
 
@@ -31,7 +32,7 @@ class FakeCluster:
         self._nodes: dict[str, ClusterNode] = {}
         self._pods: dict[tuple[str, str], Pod] = {}
         self._quotas: dict[tuple[str, str], Quota] = {}
-        self._handlers: list[EventHandler] = []
+        self._subscribers = Subscribers()
         self.events: list[tuple[str, str, str, str, bool]] = []  # ns, pod, reason, message, warning
         self.bindings: list[tuple[str, str, str]] = []  # ns, pod, node
 
@@ -100,15 +101,7 @@ class FakeCluster:
             return list(self._quotas.values())
 
     def subscribe(self, handler: EventHandler) -> Callable[[], None]:
-        with self._lock:
-            self._handlers.append(handler)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if handler in self._handlers:
-                    self._handlers.remove(handler)
-
-        return unsubscribe
+        return self._subscribers.add(handler)
 
     # ClusterPort: writing --------------------------------------------------------------------
     def patch_pod_annotations(
@@ -186,9 +179,7 @@ class FakeCluster:
         return str(self._version)
 
     def _emit(self, kind: Kind, action: Action, obj: ClusterNode | Pod | Quota) -> None:
-        with self._lock:
-            handlers = list(self._handlers)
-        for handler in handlers:
+        for handler in self._subscribers.current():
             handler(ClusterEvent(kind, action, obj))
 
 

@@ -23,7 +23,14 @@ from vgpu.adapters.kubernetes.nodelock import NodeLocker
 from vgpu.adapters.kubernetes.resources import ResourceSpec, nodes, pods, quotas
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Pod, pod_from_manifest
-from vgpu.ports.cluster import ClusterError, ClusterEvent, EventHandler, NotFound, Quota
+from vgpu.ports.cluster import (
+    ClusterError,
+    ClusterEvent,
+    EventHandler,
+    NotFound,
+    Quota,
+    Subscribers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,7 @@ class KubernetesCluster:
         self._api = KubeApi(api_client, timeout=request_timeout_s)
         self._component = component
         self._clock = clock
-        self._handlers: list[EventHandler] = []
-        self._handlers_lock = threading.Lock()
+        self._subscribers = Subscribers()
         self._delivery = threading.RLock()
         self._nodes = Informer(self._api, nodes(), self._deliver, watch_timeout_s=watch_timeout_s)
         self._pods = Informer(
@@ -152,15 +158,7 @@ class KubernetesCluster:
 
         Subscribed before `start()`, a handler also hears the first list as ADDED events.
         """
-        with self._handlers_lock:
-            self._handlers.append(handler)
-
-        def unsubscribe() -> None:
-            with self._handlers_lock:
-                if handler in self._handlers:
-                    self._handlers.remove(handler)
-
-        return unsubscribe
+        return self._subscribers.add(handler)
 
     # writing ---------------------------------------------------------------------------------
     def patch_pod_annotations(
@@ -249,10 +247,8 @@ class KubernetesCluster:
 
     # internals -------------------------------------------------------------------------------
     def _deliver(self, event: ClusterEvent) -> None:
-        with self._handlers_lock:
-            handlers = list(self._handlers)
         with self._delivery:
-            for handler in handlers:
+            for handler in self._subscribers.current():
                 try:
                     handler(event)
                 except Exception:
