@@ -257,6 +257,33 @@ def test_webhook_allows_updates_and_other_kinds(client: TestClient) -> None:
     assert client.post("/webhook", json=body).json()["response"]["allowed"] is True
 
 
+# a failure inside a verb ----------------------------------------------------------------------
+def test_a_failing_verb_answers_in_its_own_reply_not_with_a_500(
+    client: TestClient, w: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(*args: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    for verb in ("filter", "prioritize", "bind"):
+        monkeypatch.setattr(w.service, verb, boom)
+    extender = {"Pod": manifest("p", gpu=1), "NodeNames": ["node1"]}
+    binding = {"PodName": "p", "PodNamespace": "default", "Node": "node1"}
+
+    filtered = client.post("/filter", json=extender)
+    prioritized = client.post("/prioritize", json=extender)
+    bound = client.post("/bind", json=binding)
+
+    assert filtered.status_code == 200
+    assert filtered.json()["Error"] == "internal error: disk on fire"
+    assert filtered.json()["NodeNames"] is None
+    assert prioritized.status_code == 400
+    assert prioritized.json() == {"Error": "internal error: disk on fire"}
+    assert bound.status_code == 200 and bound.json() == {"Error": "internal error: disk on fire"}
+    for verb in ("filter", "prioritize", "bind"):
+        assert f"{verb} failed" in caplog.text
+    assert w.state.ledger.pods() == []
+
+
 # health, readiness, metrics --------------------------------------------------------------------
 def test_readyz_needs_sync_and_leadership(client: TestClient, w: World) -> None:
     assert client.get("/healthz").status_code == 200

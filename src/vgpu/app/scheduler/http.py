@@ -9,14 +9,15 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
-from vgpu.app.scheduler.service import SchedulerService
+from vgpu.app.scheduler.service import PrioritizeResult, SchedulerService
 from vgpu.app.scheduler.wire import (
     BODY_LIMIT,
     AdmissionReview,
@@ -35,6 +36,8 @@ from vgpu.app.scheduler.wire import (
 log = logging.getLogger(__name__)
 
 Readiness = Callable[[], str]  # '' when ready, else why not
+Args = TypeVar("Args", bound=BaseModel)
+Result = TypeVar("Result")
 
 
 def create_app(
@@ -64,62 +67,43 @@ def create_app(
         lifespan=lifespan,
     )
 
+    def filtered(args: ExtenderArgs) -> tuple[dict[str, Any], str]:
+        result = service.filter(args.Pod, args.NodeNames, args.node_objects())
+        reply = filter_reply(result)
+        return reply, "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
+
     @app.post("/filter")
     async def filter_(request: Request) -> JSONResponse:
         started = time.perf_counter()
-        try:
-            args = decode(await _body(request), ExtenderArgs, fold_case=True)
-            result = await run_in_threadpool(
-                service.filter, args.Pod, args.NodeNames, args.node_objects()
-            )
-            reply = filter_reply(result)
-            outcome = "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
-        except BodyError as exc:
-            log.warning("filter: bad request: %s", exc)
-            reply, outcome = filter_error(f"bad request: {exc}"), "error"
-        except Exception as exc:
-            log.exception("filter failed")
-            reply, outcome = filter_error(f"internal error: {exc}"), "error"
+        done, failure = await _verb("filter", request, ExtenderArgs, filtered)
+        reply, outcome = done if done is not None else (filter_error(failure), "error")
         _observe(metrics, "filter", outcome, started)
         return JSONResponse(reply)
+
+    def prioritized(args: ExtenderArgs) -> PrioritizeResult:
+        return service.prioritize(args.Pod, args.NodeNames, args.node_objects())
 
     @app.post("/prioritize")
     async def prioritize(request: Request) -> JSONResponse:
         started = time.perf_counter()
-        try:
-            args = decode(await _body(request), ExtenderArgs, fold_case=True)
-            result = await run_in_threadpool(
-                service.prioritize, args.Pod, args.NodeNames, args.node_objects()
-            )
-        except BodyError as exc:
-            log.warning("prioritize: bad request: %s", exc)
-            _observe(metrics, "prioritize", "error", started)
-            return JSONResponse({"Error": f"bad request: {exc}"}, status_code=400)
-        except Exception as exc:
-            log.exception("prioritize failed")
-            _observe(metrics, "prioritize", "error", started)
-            return JSONResponse({"Error": f"internal error: {exc}"}, status_code=400)
-        if result.error:
+        result, failure = await _verb("prioritize", request, ExtenderArgs, prioritized)
+        if result is not None and result.error:
             log.warning("prioritize: %s", result.error)
+            failure = result.error
+        if result is None or failure:
             _observe(metrics, "prioritize", "error", started)
-            return JSONResponse({"Error": result.error}, status_code=400)
+            return JSONResponse({"Error": failure}, status_code=400)
         _observe(metrics, "prioritize", "scored", started)
         return JSONResponse(prioritize_reply(result))
+
+    def bound(args: BindingArgs) -> str:
+        return service.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
 
     @app.post("/bind")
     async def bind(request: Request) -> JSONResponse:
         started = time.perf_counter()
-        try:
-            args = decode(await _body(request), BindingArgs, fold_case=True)
-            error = await run_in_threadpool(
-                service.bind, args.PodNamespace, args.PodName, args.PodUID, args.Node
-            )
-        except BodyError as exc:
-            log.warning("bind: bad request: %s", exc)
-            error = f"bad request: {exc}"
-        except Exception as exc:
-            log.exception("bind failed")
-            error = f"internal error: {exc}"
+        result, failure = await _verb("bind", request, BindingArgs, bound)
+        error = failure if result is None else result
         _observe(metrics, "bind", "error" if error else "bound", started)
         return JSONResponse(bind_reply(error))
 
@@ -187,6 +171,22 @@ def _review(service: SchedulerService, review: AdmissionReview) -> dict[str, Any
         log.info("webhook: pod %s: %s", who, decision.message)
         return admission_reply(version, uid, allowed=True, code=200, patch=decision.patch)
     return admission_reply(version, uid, allowed=True, code=200, message=decision.message)
+
+
+async def _verb(
+    verb: str, request: Request, model: type[Args], work: Callable[[Args], Result]
+) -> tuple[Result | None, str]:
+    """`(work(args), "")` for the decoded body, run on a worker thread; `(None, why)` when the
+    body is bad or `work` fails: logged here, so that a verb answers it in its own reply."""
+    try:
+        args = decode(await _body(request), model, fold_case=True)
+        return await run_in_threadpool(work, args), ""
+    except BodyError as exc:
+        log.warning("%s: bad request: %s", verb, exc)
+        return None, f"bad request: {exc}"
+    except Exception as exc:
+        log.exception("%s failed", verb)
+        return None, f"internal error: {exc}"
 
 
 async def _body(request: Request) -> bytes:
