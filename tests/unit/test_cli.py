@@ -28,5 +28,7 @@ def test_a_command_imports_only_its_own_module() -> None:
         "try:\n    main(['simulate', '--help'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('vgpu.app.') and m.endswith('.cli')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip().splitlines()[-1] == "['vgpu.app.cli', 'vgpu.app.simulate.cli']"
