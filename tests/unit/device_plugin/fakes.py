@@ -1,11 +1,9 @@
-"""Test doubles for the kubelet side: a handler that does nothing and a recording KubeletPort."""
+"""A device-plugin handler that does nothing, for tests of the kubelet session."""
 
 from collections.abc import Callable, Iterator, Sequence
 
 from vgpu.ports.kubelet import (
     ContainerResponse,
-    DevicePluginHandler,
-    KubeletError,
     PluginDevice,
     PluginOptions,
     PreferredRequest,
@@ -29,32 +27,3 @@ class NullHandler:
 
     def pre_start(self, device_ids: Sequence[str]) -> None:
         return None
-
-
-class FakeKubelet:
-    """Records calls; `fail_register` refusals, `restarted` reports a kubelet restart."""
-
-    socket_path = "/plugins/nvidia-gpu.sock"
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.fail_register = 0
-        self.restarted = False
-        self.registered: list[tuple[str, PluginOptions]] = []
-
-    def serve(self, handler: DevicePluginHandler) -> None:
-        self.calls.append("serve")
-        self.restarted = False
-
-    def register(self, resource_name: str, options: PluginOptions) -> None:
-        self.calls.append("register")
-        if self.fail_register:
-            self.fail_register -= 1
-            raise KubeletError("kubelet socket /plugins/kubelet.sock does not exist")
-        self.registered.append((resource_name, options))
-
-    def kubelet_restarted(self) -> bool:
-        return self.restarted
-
-    def stop(self) -> None:
-        self.calls.append("stop")

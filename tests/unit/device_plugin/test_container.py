@@ -6,9 +6,9 @@ from pathlib import Path
 from dependency_injector import providers
 
 from tests.unit.device_plugin.builders import GPUS, NODE, UUID_A, UUID_B
-from tests.unit.device_plugin.fakes import FakeKubelet
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.config import load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
 from vgpu.domain.node import ClusterNode

@@ -1,4 +1,5 @@
-from tests.unit.device_plugin.fakes import OPTIONS, FakeKubelet, NullHandler
+from tests.unit.device_plugin.fakes import OPTIONS, NullHandler
+from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.session import KubeletSession
 
 
@@ -27,7 +28,7 @@ def test_start_serves_before_it_registers() -> None:
 
 def test_a_failed_registration_is_retried_after_the_delay_without_serving_again() -> None:
     kubelet, clock = FakeKubelet(), Clock()
-    kubelet.fail_register = 1
+    kubelet.refusals = 1
     session = _session(kubelet, clock)
     session.start()
     assert not session.registered
@@ -49,7 +50,7 @@ def test_a_kubelet_restart_leads_to_serving_and_registering_again() -> None:
     session.tick()
     assert kubelet.calls == ["serve", "register"]
 
-    kubelet.restarted = True
+    kubelet.restart()
     session.tick()
 
     assert kubelet.calls == ["serve", "register", "serve", "register"]
@@ -58,11 +59,11 @@ def test_a_kubelet_restart_leads_to_serving_and_registering_again() -> None:
 
 def test_a_restart_while_waiting_to_retry_serves_again_before_registering() -> None:
     kubelet, clock = FakeKubelet(), Clock()
-    kubelet.fail_register = 1
+    kubelet.refusals = 1
     session = _session(kubelet, clock)
     session.start()
 
-    kubelet.restarted = True
+    kubelet.restart()
     clock.now += 5.1
     session.tick()
 
