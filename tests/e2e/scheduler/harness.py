@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -72,7 +73,7 @@ class SchedulerProcess:
         self.client = httpx.Client(
             base_url=self.url,
             timeout=30.0,
-            verify=str(TLS_DIR / "tls.crt") if tls else True,
+            verify=ssl.create_default_context(cafile=TLS_DIR / "tls.crt") if tls else True,
         )
 
     def start(self, ready: bool = True) -> "SchedulerProcess":
