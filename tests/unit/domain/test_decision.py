@@ -42,6 +42,14 @@ def run(ledger: Ledger, the_plan: PodPlan, grant: bool = True) -> Decision:
     return decision
 
 
+def occupy(ledger: Ledger, uuid: str, name: str, mem: int) -> None:
+    """Place a pod on the one given card, so that card is busier than the others."""
+    pinned = plan(
+        container(gpu=1, mem=mem), name=name, annotations={"nvidia.com/use-gpuuuid": uuid}
+    )
+    placed(run(ledger, pinned))
+
+
 def placed(decision: Decision) -> Placement:
     assert isinstance(decision, Placement), decision
     return decision
@@ -195,16 +203,7 @@ def test_numa_bind_keeps_a_containers_cards_on_one_numa_node() -> None:
 
 def test_gpu_binpack_fills_the_busiest_card_and_spread_the_idlest() -> None:
     ledger = cluster(n=[card("GPU-0", 0), card("GPU-1", 1)])
-    placed(
-        run(
-            ledger,
-            plan(
-                container(gpu=1, mem=1000),
-                name="first",
-                annotations={"nvidia.com/use-gpuuuid": "GPU-1"},
-            ),
-        )
-    )
+    occupy(ledger, "GPU-1", name="first", mem=1000)
     binpack = plan(
         container(gpu=1, mem=1000), annotations={"hami.io/gpu-scheduler-policy": "binpack"}
     )
@@ -217,16 +216,7 @@ def test_gpu_binpack_fills_the_busiest_card_and_spread_the_idlest() -> None:
 
 def test_node_binpack_and_spread() -> None:
     ledger = cluster(a=[card("GPU-a")], b=[card("GPU-b")])
-    placed(
-        run(
-            ledger,
-            plan(
-                container(gpu=1, mem=1000),
-                name="seed",
-                annotations={"nvidia.com/use-gpuuuid": "GPU-b"},
-            ),
-        )
-    )
+    occupy(ledger, "GPU-b", name="seed", mem=1000)
     binpack = plan(
         container(gpu=1, mem=1000), annotations={"hami.io/node-scheduler-policy": "binpack"}
     )
@@ -242,16 +232,7 @@ def test_node_binpack_and_spread() -> None:
 
 def test_defaults_come_from_config() -> None:
     ledger = cluster(a=[card("GPU-a")], b=[card("GPU-b")])
-    placed(
-        run(
-            ledger,
-            plan(
-                container(gpu=1, mem=1000),
-                name="seed",
-                annotations={"nvidia.com/use-gpuuuid": "GPU-b"},
-            ),
-        )
-    )
+    occupy(ledger, "GPU-b", name="seed", mem=1000)
     spread = SchedulingConfig(policies=PodPolicies(node=Policy.SPREAD))
     assert (
         placed(run(ledger, plan(container(gpu=1, mem=1000), config=spread), grant=False)).node
