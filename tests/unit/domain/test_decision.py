@@ -261,14 +261,7 @@ def test_unknown_policy_is_an_error_naming_the_annotation(value: str) -> None:
 
 def test_mutex_policy_wants_an_idle_card() -> None:
     ledger = cluster(n=[card("GPU-0", 0), card("GPU-1", 1)])
-    placed(
-        run(
-            ledger,
-            plan(
-                container(gpu=1, mem=10), name="a", annotations={"nvidia.com/use-gpuuuid": "GPU-0"}
-            ),
-        )
-    )
+    occupy(ledger, "GPU-0", name="a", mem=10)
     mutex = plan(
         container(gpu=1, mem=10), annotations={"hami.io/gpu-scheduler-policy": "binpack,mutex"}
     )
