@@ -66,7 +66,7 @@ def test_bind_to_a_node_other_than_the_reserved_one_fails() -> None:
     w = world(a40_node("node1"), a40_node("node2"))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
     error = w.service.bind("default", "p", "uid-p", "node2")
-    assert "no GPU reservation on node2 (one on node1" in error
+    assert "no GPU reservation on node2 (its cards are reserved on node1)" in error
 
 
 def test_a_pod_without_gpu_requests_is_bound_without_a_lock() -> None:

@@ -291,12 +291,16 @@ class SchedulerService:
                 if allocation is not None and allocation.node == node:
                     self._state.start_binding(key)
             if allocation is None or allocation.node != node:
-                held = "none" if allocation is None else f"one on {allocation.node}"
+                held = (
+                    "it holds none: filter did not place it, or the reservation expired"
+                    if allocation is None
+                    else f"its cards are reserved on {allocation.node}"
+                )
                 return self._bind_failed(
                     pod,
                     node,
-                    f"pod {key} holds no GPU reservation on {node} ({held}; it may have "
-                    "expired); it will be scheduled again",
+                    f"pod {key} has no GPU reservation on {node} ({held}); "
+                    "it will be scheduled again",
                 )
             annotations, labels = {}, {}
         return self._bind_locked(pod, uid, node, annotations, labels)
