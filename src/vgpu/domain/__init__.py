@@ -51,9 +51,11 @@ from vgpu.domain.policy import PodPolicies, Policy
 from vgpu.domain.quota import Budget, QuotaBook, QuotaLimits, limits_from_hard
 from vgpu.domain.reasons import NodeRejection, Reason
 from vgpu.domain.request import ContainerRequest, RequestDefaults, parse_request
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, SigningError
 from vgpu.domain.vendor import NVIDIA, Vendor
 
 __all__ = [
+    "GRANT_SIGNATURE_ANNOTATION",
     "NVIDIA",
     "AdmissionConfig",
     "AdmissionDecision",
@@ -69,6 +71,8 @@ __all__ = [
     "Device",
     "DeviceGrant",
     "DomainError",
+    "GrantClaim",
+    "KeyRing",
     "Ledger",
     "LedgerError",
     "Mount",
@@ -89,6 +93,7 @@ __all__ = [
     "RequestDefaults",
     "RequestError",
     "SchedulingConfig",
+    "SigningError",
     "Usage",
     "Vendor",
     "admit",
