@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fetch_helm import default_cache, fetch  # noqa: E402
+from fetch_helm import default_cache, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "vgpu"

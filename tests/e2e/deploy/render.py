@@ -25,7 +25,6 @@ CUSTOM_KINDS = {"ServiceMonitor", "Issuer", "Certificate"}
 
 sys.path.insert(0, str(REPO / "scripts"))
 import fetch_helm  # noqa: E402
-import render_deploy  # noqa: E402
 
 
 @cache

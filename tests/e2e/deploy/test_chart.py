@@ -114,7 +114,7 @@ def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     assert '"gpu-1"' in config["config.json"]
     path = tmp_path / "plugin.yaml"
     path.write_text(config["config.yaml"])
-    plugin_settings = load_plugin_config(path, env={})
+    plugin_settings = load_plugin_config(path, env={"NODE_NAME": "gpu-1"})  # the pod env
     assert (plugin_settings.split_count, plugin_settings.memory_scaling) == (4, 1.5)
     assert {o["kind"] for o in objects} >= {"ServiceMonitor", "PodDisruptionBudget"}
 
@@ -174,7 +174,7 @@ def test_the_webhook_never_blanks_an_injected_ca_and_only_sees_gpu_pods() -> Non
     assert hook["failurePolicy"] == "Fail"
     [condition] = hook["matchConditions"]
     for name in ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"):
-        assert f"'{name}'" in condition["expression"]
+        assert f'"{name}"' in condition["expression"]
     assert {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]} in (
         hook["objectSelector"]["matchExpressions"]
     )
@@ -198,7 +198,8 @@ def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor
 def test_log_settings_reach_every_vgpu_container() -> None:
     objects = template(set_values=("log.level=DEBUG", "log.json=true"))
     for owner in (one(objects, "Deployment"), one(objects, "DaemonSet")):
-        args = [c for n, c in containers(owner).items() if n in ("vgpu", "device-plugin")][0]["args"]
+        found = containers(owner)
+        args = (found.get("vgpu") or found["device-plugin"])["args"]
         assert "--log-level=DEBUG" in args and "--log-json" in args
 
 

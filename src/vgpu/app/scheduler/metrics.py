@@ -199,7 +199,8 @@ class _StateCollector(Collector):
                 memory_used.add(with_cores, usage.memory * MIB)
                 shared.add(card, usage.slices)
                 core_used.add(card, usage.cores)
-                overview.add([*card[:3], cores, str(device.memory), device.type], usage.memory * MIB)
+                total = str(device.memory)
+                overview.add([*card[:3], cores, total, device.type], usage.memory * MIB)
                 if device.memory > 0:
                     ratio.add(card, usage.memory / device.memory, card[:3])
         for family in (memory_limit, core_limit, memory_used, shared, core_used, overview, ratio):
