@@ -150,3 +150,34 @@ def test_a_certificate_for_another_service_name_is_replaced(tmp_path: Path) -> N
 def test_rotation_must_start_before_expiry() -> None:
     with pytest.raises(ValidationError, match=r"rotate_before_days \(30\) must be less than validity_days \(20\)"):
         WebhookCertsConfig(secret_namespace="x", validity_days=20, rotate_before_days=30)
+
+
+class StopAfter:
+    """A stop Event whose `wait` returns at once: False `rounds` times, then True."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.rounds -= 1
+        return self.rounds < 0
+
+
+def test_the_rotation_loop_survives_a_failing_check_and_rotates_on_the_next(
+    tmp_path: Path,
+) -> None:
+    store, clock, reloads = FakeWebhookTLS(), Clock(), []
+    certs = certs_for(tmp_path, store, clock, reloads=reloads)
+    certs.ensure()
+    clock.now += datetime.timedelta(days=61)
+    real_load, calls = store.load, []
+
+    def flaky_load() -> StoredCerts | None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("API unreachable")
+        return real_load()
+
+    store.load = flaky_load  # type: ignore[method-assign]
+    certs.run(StopAfter(2), interval_s=0)  # type: ignore[arg-type]
+    assert len(reloads) == 1

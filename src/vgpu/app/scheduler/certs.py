@@ -14,6 +14,7 @@ replicas still serving the old certificate stay trusted while they catch up.
 
 import datetime
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -95,6 +96,16 @@ class WebhookCerts:
         self._serve(current)
         self._reload(*self.paths)
         return True
+
+    def run(self, stop: threading.Event, interval_s: float = 3600.0) -> None:
+        """Call `rotate_if_due()` every `interval_s` until `stop` is set; run it on its own
+        thread. A failure (API unreachable) is logged and retried at the next interval: the
+        served certificate stays valid for `rotate_before_days` more days."""
+        while not stop.wait(interval_s):
+            try:
+                self.rotate_if_due()
+            except Exception:
+                log.exception("webhook certificate check failed; retrying in %.0f s", interval_s)
 
     def _current(self) -> StoredCerts:
         for _ in range(_ATTEMPTS):
