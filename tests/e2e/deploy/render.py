@@ -25,6 +25,7 @@ CUSTOM_KINDS = {"ServiceMonitor", "Issuer", "Certificate"}
 
 sys.path.insert(0, str(REPO / "scripts"))
 import fetch_helm  # noqa: E402
+import render_deploy  # noqa: E402
 
 
 @cache
@@ -34,6 +35,11 @@ def tool(name: str) -> str:
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, check=False)
+
+
+def deploy_differences() -> list[str]:
+    """How deploy/ differs from the chart rendered with deploy/values.yaml (none: in step)."""
+    return render_deploy.differences(render_deploy.render(Path(tool("helm"))))
 
 
 def helm(*args: str) -> subprocess.CompletedProcess[str]:

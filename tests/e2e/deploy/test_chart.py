@@ -233,6 +233,15 @@ def test_every_container_drops_capabilities_and_runs_under_the_default_seccomp_p
     assert scheduler["securityContext"]["runAsNonRoot"] is True
 
 
+def test_a_non_root_scheduler_may_listen_on_443_only_through_the_pod_sysctl() -> None:
+    def sysctls(*settings: str) -> list[dict[str, str]]:
+        pod = one(template(set_values=settings), "Deployment")["spec"]["template"]["spec"]
+        return list(pod["securityContext"].get("sysctls", []))
+
+    assert sysctls() == [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]
+    assert sysctls("scheduler.service.httpTargetPort=8443") == []
+
+
 def test_the_device_plugin_runs_as_root_to_write_root_owned_host_directories() -> None:
     plugin = one(render("default"), "DaemonSet")["spec"]["template"]["spec"]
     assert plugin["securityContext"]["runAsUser"] == 0

@@ -1,7 +1,6 @@
 """deploy/ (kubectl apply -k) is the chart rendered with deploy/values.yaml, and its kustomize
 output is valid and free of the defects issue 10 found in the hand-written files."""
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,11 +8,10 @@ import pytest
 from tests.e2e.deploy.render import (
     REPO,
     containers,
+    deploy_differences,
     kustomize,
     one,
-    render_deploy,
     schema_errors,
-    tool,
 )
 
 DIRECTORIES = ("scheduler", "device-plugin")
@@ -24,8 +22,7 @@ def rendered(directory: str) -> list[dict[str, Any]]:
 
 
 def test_deploy_is_exactly_the_chart_rendering() -> None:
-    files = render_deploy.render(Path(tool("helm")))
-    assert render_deploy.differences(files) == []
+    assert deploy_differences() == []
 
 
 @pytest.mark.parametrize("directory", DIRECTORIES)
