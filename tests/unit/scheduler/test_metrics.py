@@ -202,3 +202,15 @@ def test_every_dashboard_query_finds_series_for_a_cluster_with_running_pods(
         assert found, expr
         for name, wanted in found:
             assert any(s.name == name and matches(s, wanted) for s in samples), (expr, name)
+
+
+def test_label_values_and_help_are_escaped_for_the_text_format() -> None:
+    from vgpu.app.scheduler.metrics import _Gauge
+
+    gauge = _Gauge("g", 'help with \\ and\nnewline', ["a", "b"])
+    gauge.add_metric(['quote " here', "back\\slash\nnew"], 2.5)
+    [family] = text_string_to_metric_families(gauge.text())
+    assert family.documentation == "help with \\ and\nnewline"
+    [sample] = family.samples
+    assert sample.labels == {"a": 'quote " here', "b": "back\\slash\nnew"}
+    assert sample.value == 2.5

@@ -6,7 +6,8 @@ Only the leader publishes allocation and quota gauges: every replica holds the s
 and a ServiceMonitor scraping all of them would otherwise count each GPU once per replica.
 `legacy=True` adds HAMi's pre-v2.9 names (`GPUDeviceMemoryLimit`, `vGPUMemoryAllocated`, ...)
 with their old label names, as HAMi's `--legacy-metrics` does.
-Each SchedulerMetrics owns its registry (no process-wide default registry).
+Each SchedulerMetrics owns its registry (no process-wide default registry) for its own
+instruments; the state's gauges are written straight to the text format (`_Gauge`).
 """
 
 import platform
@@ -16,8 +17,6 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from vgpu.app.scheduler.state import SchedulerState, Snapshot
 from vgpu.domain import PodGrants, QuotaLimits, Usage, Vendor
@@ -73,23 +72,58 @@ class SchedulerMetrics:
             ["verb", "outcome"],
             registry=self.registry,
         )
-        self.registry.register(_StateCollector(state, vendor, is_leader, legacy))
+        self._state = _StateGauges(state, vendor, is_leader, legacy)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        text = "".join(gauge.text() for gauge in self._state.collect())
+        return text.encode() + generate_latest(self.registry)
 
 
-def build_info() -> GaugeMetricFamily:
+class _Gauge:
+    """A gauge family written straight to Prometheus' text format.
+
+    prometheus_client's generic writer validates and escapes every label name of every sample:
+    three quarters of a scrape at 100,000 series. Label names here are fixed identifiers, so
+    only values need escaping.
+    """
+
+    __slots__ = ("_help", "_labels", "_lines", "name")
+
+    def __init__(self, name: str, help_text: str, labels: Sequence[str] = ()) -> None:
+        self.name = name
+        self._help = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+        self._labels = tuple(labels)
+        self._lines: list[str] = []
+
+    def add_metric(self, values: Sequence[str], value: float) -> None:
+        pairs = ",".join(
+            f'{n}="{_escape(v)}"' for n, v in zip(self._labels, values, strict=True)
+        )
+        sample = f"{self.name}{{{pairs}}}" if pairs else self.name
+        self._lines.append(f"{sample} {float(value)!r}\n")
+
+    def text(self) -> str:
+        head = f"# HELP {self.name} {self._help}\n# TYPE {self.name} gauge\n"
+        return head + "".join(self._lines)
+
+
+def _escape(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def build_info() -> _Gauge:
     """`hami_build_info` with HAMi's label names; the Go fields describe the Python runtime."""
     try:
         package = version("vgpu")
     except PackageNotFoundError:
         package = "unknown"
-    info = GaugeMetricFamily(
+    info = _Gauge(
         "hami_build_info",
         "Build information of this vgpu process (go_version and compiler name the Python "
         "runtime).",
-        labels=["version", "revision", "build_date", "go_version", "compiler", "platform"],
+        ["version", "revision", "build_date", "go_version", "compiler", "platform"],
     )
     machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     info.add_metric(
@@ -106,17 +140,17 @@ def build_info() -> GaugeMetricFamily:
 class _Family:
     """One HAMi gauge and, when legacy names are on, its pre-v2.9 twin; one `add` feeds both."""
 
-    current: GaugeMetricFamily
-    twin: GaugeMetricFamily | None
+    current: _Gauge
+    twin: _Gauge | None
 
     @classmethod
     def of(
         cls, name: str, legacy_name: str | None, help_text: str,
         labels: tuple[Sequence[str], Sequence[str]], legacy: bool,
     ) -> "_Family":
-        current = GaugeMetricFamily(name, help_text, labels=[*labels[0], "zone"])
+        current = _Gauge(name, help_text, [*labels[0], "zone"])
         twin = (
-            GaugeMetricFamily(legacy_name, help_text, labels=[*labels[1], "zone"])
+            _Gauge(legacy_name, help_text, [*labels[1], "zone"])
             if legacy and legacy_name
             else None
         )
@@ -127,11 +161,11 @@ class _Family:
         if self.twin is not None:
             self.twin.add_metric([*(twin_values or values), ZONE], value)
 
-    def families(self) -> list[Metric]:
+    def families(self) -> list[_Gauge]:
         return [self.current] if self.twin is None else [self.current, self.twin]
 
 
-class _StateCollector(Collector):
+class _StateGauges:
     def __init__(
         self,
         state: SchedulerState,
@@ -144,22 +178,20 @@ class _StateCollector(Collector):
         self._is_leader = is_leader
         self._legacy = legacy
 
-    def collect(self) -> Iterable[Metric]:
+    def collect(self) -> Iterable[_Gauge]:
         yield build_info()
         leading = self._is_leader()
-        leader = GaugeMetricFamily("hami_scheduler_is_leader", "1 if this replica leads.")
+        leader = _Gauge("hami_scheduler_is_leader", "1 if this replica leads.")
         leader.add_metric([], 1 if leading else 0)
-        synced = GaugeMetricFamily(
-            "hami_scheduler_cache_synced", "1 once the cluster has been read."
-        )
+        synced = _Gauge("hami_scheduler_cache_synced", "1 once the cluster has been read.")
         synced.add_metric([], 1 if self._state.synced else 0)
         yield from (leader, synced)
         if not leading:
             return
-        snapshot = self._state.snapshot()
+        with self._state.locked():  # the grants per container, from the same moment
+            snapshot = self._state.snapshot()
+            grants = {a.pod: a.grants for a in self._state.ledger.pods()}
         yield from self._cards(snapshot)
-        # the ledger's grants per container, for the pods in this snapshot
-        grants = {a.pod: a.grants for a in self._state.ledger.pods()}
         yield from self._containers(
             (key, node, grants.get(key, ())) for key, node, _ in snapshot.pods
         )
@@ -171,7 +203,7 @@ class _StateCollector(Collector):
     ) -> _Family:
         return _Family.of(name, legacy_name, help_text, labels, self._legacy)
 
-    def _cards(self, snapshot: Snapshot) -> Iterable[Metric]:
+    def _cards(self, snapshot: Snapshot) -> Iterable[_Gauge]:
         f = self._family
         memory_limit = f("hami_gpu_memory_limit_bytes", "GPUDeviceMemoryLimit",
                          "Device memory limit for a certain GPU, bytes.", _CARD)
@@ -206,7 +238,7 @@ class _StateCollector(Collector):
         for family in (memory_limit, core_limit, memory_used, shared, core_used, overview, ratio):
             yield from family.families()
 
-    def _containers(self, pods: Iterable[tuple[str, str, PodGrants]]) -> Iterable[Metric]:
+    def _containers(self, pods: Iterable[tuple[str, str, PodGrants]]) -> Iterable[_Gauge]:
         f = self._family
         memory = f("hami_vgpu_memory_allocated_bytes", "vGPUMemoryAllocated",
                    "vGPU memory allocated from a container, bytes.", _CONTAINER)
@@ -225,7 +257,7 @@ class _StateCollector(Collector):
                     cores.add(values, usage.cores)
         return [*memory.families(), *cores.families()]
 
-    def _quotas(self, quotas: Iterable[tuple[str, QuotaLimits, Usage]]) -> Iterable[Metric]:
+    def _quotas(self, quotas: Iterable[tuple[str, QuotaLimits, Usage]]) -> Iterable[_Gauge]:
         used = self._family(
             "hami_resource_quota_used", "QuotaUsed",
             "resourcequota usage for a certain device (MiB, core points or cards).", _QUOTA_USED,
