@@ -38,7 +38,10 @@ def parse_quantity(text: str | int) -> Decimal:
             raise ValueError(f"is out of range (at most {MAX_EXPONENT} digits)")
         return Decimal(text)
     number, suffix = _split(text)
-    value = Decimal(number)
+    try:
+        value = Decimal(number)
+    except DecimalException as exc:  # an exponent too large for Decimal itself
+        raise ValueError("is out of range") from exc
     if value and not -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT:
         raise ValueError(f"is out of range (exponent beyond +-{MAX_EXPONENT})")
     if suffix in _BINARY:
