@@ -130,7 +130,7 @@ def test_a_grant_larger_than_the_card_is_refused(tmp_path: Path) -> None:
     w = world(tmp_path)
     w.put(scheduled_pod(f"{UUID_A},NVIDIA,99999,0:;"))
 
-    with pytest.raises(DevicePluginError, match="exceeds card"):
+    with pytest.raises(DevicePluginError, match=f"card {UUID_A} would be over capacity"):
         w.allocator.allocate([[f"{UUID_A}-0"]])
     assert w.pod().annotations["hami.io/bind-phase"] == "failed"
 
