@@ -1,5 +1,6 @@
 """A node with two fake GPUs and pods left as vgpu's scheduler leaves them after bind."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -80,6 +81,10 @@ class World:
     allocator: Allocator
     hook: Path
     keys: FakeGrantKeys
+    clock: list[float]  # [now] of the key ring's monotonic clock; tests move it on
+
+    def advance(self, seconds: float) -> None:
+        self.clock[0] += seconds
 
     def put(self, pod: Pod, *, lock: bool = True) -> Pod:
         stored = self.cluster.put_pod(pod)
@@ -104,6 +109,8 @@ def world(
     *,
     signing: bool = True,
     trusted_schedulers: frozenset[str] = frozenset({"vgpu-scheduler"}),
+    settle_s: float = 0.0,
+    sleep: Callable[[float], None] = lambda seconds: None,
     **config: Any,
 ) -> World:
     """The allocator of node NODE with two GPUs; grants signed with RING unless signing is off."""
@@ -115,13 +122,25 @@ def world(
     host = HostDirs(str(hook), lock_dir=str(tmp_path / "vgpulock"))
     ids = iter(f"cache{i}" for i in range(100))
     keys = FakeGrantKeys(RING)
+    clock = [0.0]
+    ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
     trust: GrantTrust = (
-        SignedGrants(KeyRingCache(keys, "the fake key store"), NODE, NVIDIA)
+        SignedGrants(ring, NODE, NVIDIA)
         if signing
         else NamedSchedulerGrants(trusted_schedulers, NODE, NVIDIA)
     )
     ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust)
     allocator = Allocator(
-        cluster, gpus, NODE, allocation, host, NVIDIA, trust, ledger, lambda: next(ids), settle_s=0
+        cluster,
+        gpus,
+        NODE,
+        allocation,
+        host,
+        NVIDIA,
+        trust,
+        ledger,
+        lambda: next(ids),
+        settle_s,
+        sleep,
     )
-    return World(cluster, gpus, allocator, hook, keys)
+    return World(cluster, gpus, allocator, hook, keys, clock)
