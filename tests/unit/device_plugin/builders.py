@@ -1,5 +1,6 @@
 """A node with two fake GPUs and pods left as vgpu's scheduler leaves them after bind."""
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -120,7 +121,7 @@ def world(
     hook = tmp_path / "hook"
     allocation = AllocationConfig(hook_path=str(hook), **config)
     host = HostDirs(str(hook), lock_dir=str(tmp_path / "vgpulock"))
-    ids = iter(f"cache{i}" for i in range(100))
+    ids = (f"cache{i}" for i in itertools.count())
     keys = FakeGrantKeys(RING)
     clock = [0.0]
     ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
