@@ -1,9 +1,11 @@
 """`vgpu device-plugin` as a process: registered with a kubelet, called like a kubelet calls it."""
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -17,14 +19,16 @@ from tests.e2e.device_plugin.harness import (
     UUID_B,
     PluginEnv,
     gpu_file_text,
+    key_secret_manifest,
 )
 from tests.e2e.k8s_emulator import pod_manifest
 from vgpu.domain.nodelock import NodeLock
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 
 REGISTER = "hami.io/node-nvidia-register"
 TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
 LOCK = "hami.io/mutex.lock"
+SECRET = "/api/v1/namespaces/vgpu-system/secrets/vgpu-grant-keys"
 Start = Callable[..., PluginEnv]
 
 
@@ -36,6 +40,7 @@ def schedule(
     *,
     bind_phase: str = "allocating",
     lock: bool = True,
+    ring: KeyRing = RING,
 ) -> None:
     """Leave a pod as vgpu's scheduler does after filter and bind (grant signed, node locked)."""
     uid = str(uuid.uuid4())
@@ -46,7 +51,7 @@ def schedule(
         "hami.io/bind-time": "1700000000",
         TO_ALLOCATE: grants,
         "hami.io/vgpu-devices-allocated": grants,
-        GRANT_SIGNATURE_ANNOTATION: RING.sign(GrantClaim(uid, NODE, "1700000000", grants)),
+        GRANT_SIGNATURE_ANNOTATION: ring.sign(GrantClaim(uid, NODE, "1700000000", grants)),
     }
     manifest = pod_manifest(
         "default", name, annotations=annotations, node_name=NODE, scheduler_name="vgpu-scheduler"
@@ -232,6 +237,41 @@ def test_a_signed_grant_that_overfills_a_card_is_refused(start_plugin: Start) ->
     assert pod(env, "second")["hami.io/bind-phase"] == "failed"
     assert [r for r, _ in events_about(env, "second")] == ["GPUAllocationFailed"]
     assert LOCK not in env.node_annotations()
+
+
+def test_a_key_added_to_the_secret_is_picked_up_for_the_next_grant(
+    start_plugin: Start, tmp_path: Path
+) -> None:
+    config = tmp_path / "plugin.yaml"
+    config.write_text("signing:\n  unknown_key_retry: 0.1\n")
+    env = start_plugin("--config", str(config))
+    schedule(env, "before", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+    env.kubelet.allocate([f"{UUID_A}-0"])  # the plugin has read the ring with one key
+
+    rotated = KeyRing({**RING.keys, "2026-02": b"rotated-key-0123456789abcdef012345"})
+    env.api.merge_patch(SECRET, {"data": key_secret_manifest(rotated)["data"]})
+    time.sleep(0.2)  # past unknown_key_retry since the last read
+    schedule(env, "after", f"{UUID_B},NVIDIA,1000,0:;", [gpu_container("main")], ring=rotated)
+    (served,) = env.kubelet.allocate([f"{UUID_B}-0"]).container_responses
+
+    assert dict(served.envs)["NVIDIA_VISIBLE_DEVICES"] == UUID_B
+    assert pod(env, "after")["hami.io/bind-phase"] == "success"
+
+
+def test_without_the_key_secret_nothing_is_served_and_no_pod_is_failed(
+    start_plugin: Start,
+) -> None:
+    env = start_plugin()
+    env.api.delete(SECRET)
+    schedule(env, "train", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+
+    with pytest.raises(grpc.RpcError) as err:
+        env.kubelet.allocate([f"{UUID_A}-0"])
+
+    assert "cannot verify grants" in err.value.details()
+    assert "vgpu-system/vgpu-grant-keys" in err.value.details()
+    assert pod(env, "train")["hami.io/bind-phase"] == "allocating"
+    assert events_about(env, "train") == []
 
 
 def test_a_grant_for_a_card_the_node_lacks_is_refused_and_the_pod_marked_failed(
