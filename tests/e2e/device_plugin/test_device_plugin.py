@@ -359,3 +359,33 @@ def test_an_unreadable_gpu_inventory_stops_it_with_one_clear_line(plugin_env: Pl
     log = plugin_env.log()
     assert "cannot start the device plugin" in log and str(plugin_env.gpu_file) in log
     assert "Traceback" not in log
+
+
+def test_allocate_reads_its_watch_cache_of_this_node_not_the_api(start_plugin: Start) -> None:
+    env = start_plugin()
+
+    def watching(path: str) -> list[Any]:
+        return [r for r in env.api.requests("GET", path) if r.params.get("watch")]
+
+    assert env.kubelet.wait_for(lambda: bool(watching("/api/v1/pods")))
+    assert env.kubelet.wait_for(lambda: bool(watching("/api/v1/nodes")))
+    assert {r.params.get("fieldSelector") for r in watching("/api/v1/pods")} == {
+        f"spec.nodeName={NODE}"
+    }
+    assert {r.params.get("fieldSelector") for r in watching("/api/v1/nodes")} == {
+        f"metadata.name={NODE}"
+    }
+
+    def pod_reads() -> int:  # lists and gets, not the watch
+        found = env.api.requests("GET", "/api/v1/pods")
+        found += env.api.requests("GET", "/api/v1/namespaces/default/pods")
+        return sum(1 for r in found if not r.params.get("watch"))
+
+    before = pod_reads()
+
+    for i in range(3):
+        schedule(env, f"train-{i}", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+        env.kubelet.allocate([f"{UUID_A}-{i}"])
+
+    assert pod_reads() == before
+    assert pod(env, "train-2")["hami.io/bind-phase"] == "success"

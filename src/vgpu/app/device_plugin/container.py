@@ -62,6 +62,7 @@ def make_cluster(config: DevicePluginConfig) -> ClusterPort:
         _connection(config),
         component="vgpu-device-plugin",
         pod_field_selector=f"spec.nodeName={config.node_name}",
+        node_field_selector=f"metadata.name={config.node_name}",
         watch_quotas=False,
     )
     cluster.start()
