@@ -78,7 +78,7 @@ class Allocator:
             try:
                 return self._serve(pod, requests)
             except KeyRingUnavailable as exc:
-                raise DevicePluginError(f"cannot verify grants on {self._node}: {exc}") from exc
+                raise self._unverifiable(exc) from exc
             except (DevicePluginError, DomainError, ClusterError) as exc:
                 self._fail(pod, str(exc))
                 raise DevicePluginError(f"cannot allocate GPUs for pod {pod.key}: {exc}") from exc
@@ -97,7 +97,11 @@ class Allocator:
         except ClusterError as exc:
             raise DevicePluginError(f"cannot look up pods on node {self._node}: {exc}") from exc
         except KeyRingUnavailable as exc:
-            raise DevicePluginError(f"cannot verify grants on node {self._node}: {exc}") from exc
+            raise self._unverifiable(exc) from exc
+
+    def _unverifiable(self, exc: KeyRingUnavailable) -> DevicePluginError:
+        """No key ring: refuse the call but fail no pod, since none could be judged."""
+        return DevicePluginError(f"cannot verify grants on node {self._node}: {exc}")
 
     def _settled_search(self) -> Waiting:
         waited = 0.0
