@@ -46,7 +46,8 @@ class KubernetesCluster:
     raises is logged and does not disturb the others.
 
     `pod_field_selector` narrows the pods cached (a device plugin uses
-    `spec.nodeName=<its node>`); `watch_quotas=False` skips ResourceQuotas (then
+    `spec.nodeName=<its node>`), `node_field_selector` the nodes (`metadata.name=<its node>`:
+    then `list_nodes` knows that node only); `watch_quotas=False` skips ResourceQuotas (then
     `list_quotas` asks the API). `component` is the source written into Events.
     `lock_conflict_wait_s` bounds how long `lock_node` waits for another pod's node lock.
     """
@@ -57,6 +58,7 @@ class KubernetesCluster:
         *,
         component: str = "vgpu",
         pod_field_selector: str = "",
+        node_field_selector: str = "",
         watch_quotas: bool = True,
         watch_timeout_s: int = 300,
         request_timeout_s: float = 30.0,
@@ -72,7 +74,9 @@ class KubernetesCluster:
         self._clock = clock
         self._subscribers = Subscribers()
         self._delivery = threading.RLock()
-        self._nodes = Informer(self._api, nodes(), self._deliver, watch_timeout_s=watch_timeout_s)
+        self._nodes = Informer(
+            self._api, nodes(node_field_selector), self._deliver, watch_timeout_s=watch_timeout_s
+        )
         self._pods = Informer(
             self._api, pods(pod_field_selector), self._deliver, watch_timeout_s=watch_timeout_s
         )
@@ -127,7 +131,7 @@ class KubernetesCluster:
     def list_nodes(self) -> list[ClusterNode]:
         if self._nodes.synced:
             return self._nodes.store.values()
-        return self._live_list(nodes())
+        return self._live_list(self._nodes.spec)
 
     def get_node(self, name: str) -> ClusterNode | None:
         if self._nodes.synced:
