@@ -14,7 +14,7 @@ UUID_SHOWN = 40
 
 @dataclass(frozen=True, slots=True)
 class ProcessFigures:
-    """One live process on one device: memory in bytes, SM utilisation in percent."""
+    """One live process that uses a device: memory in bytes, SM utilisation in percent."""
 
     pid: int
     host_pid: int
@@ -65,6 +65,7 @@ def device_figures(region: Region) -> list[DeviceFigures]:
                         slot.pid, slot.host_pid, slot.memory[i].total, slot.utilization[i].sm
                     )
                     for slot in live
+                    if slot.memory[i].total or slot.utilization[i].sm
                 ),
             )
         )
