@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from vgpu.app.monitor.figures import DeviceFigures, device_figures, last_kernel_age
+from vgpu.app.monitor.mig import MigInstance, realized_instances
 from vgpu.app.monitor.pods import Owner, Owners
 from vgpu.domain.pod import Pod
 from vgpu.ports.accounting import AccountingPort, RegionUnavailable
@@ -124,6 +125,9 @@ class _Containers(Collector):
             age = last_kernel_age(region, now)
             for device in device_figures(region):
                 out.add(owner, device, age)
+        for pod in owners.pods:
+            for instance in realized_instances(pod):
+                out.add_mig(pod, instance)
         yield from out.families()
 
 
@@ -170,6 +174,14 @@ class _ContainerFamilies:
             "SM utilization of one process of a container on a device, percent.",
             process,
         )
+        self.mig = _gauge(
+            "hami_mig_device_info",
+            "A realized MIG instance of a container (value 1).",
+            [*_CTR, "mig_uuid", "profile", "gpu_instance_id", "compute_instance_id"],
+        )
+        self.legacy_mig = _gauge(
+            "MigInfo", "MIG instance of a container", [*_LEGACY_CTR, "instanceid"]
+        )
         self.legacy_used = _gauge(
             "vGPU_device_memory_usage_in_bytes", "vGPU device usage", _LEGACY_CTR
         )
@@ -211,6 +223,18 @@ class _ContainerFamilies:
         self.legacy_desc.add_metric([*labels[:-1], *kinds, ZONE], device.used)
         self.legacy_utilization.add_metric(labels, device.utilization)
 
+    def add_mig(self, pod: Pod, instance: MigInstance) -> None:
+        labels = [
+            pod.namespace,
+            pod.name,
+            instance.container,
+            str(instance.device_index),
+            instance.gpu_uuid,
+        ]
+        details = [instance.mig_uuid, instance.profile, str(instance.gpu_instance)]
+        self.mig.add_metric([*labels, *details, str(instance.compute_instance), ZONE], 1)
+        self.legacy_mig.add_metric([*labels, str(instance.gpu_instance), ZONE], 1)
+
     def families(self) -> Iterable[Metric]:
         current = [
             self.used,
@@ -223,6 +247,7 @@ class _ContainerFamilies:
             self.buffer,
             self.process_memory,
             self.process_utilization,
+            self.mig,
         ]
         legacy = [
             self.legacy_used,
@@ -230,5 +255,6 @@ class _ContainerFamilies:
             self.legacy_desc,
             self.legacy_utilization,
             self.legacy_last_kernel,
+            self.legacy_mig,
         ]
         return [*current, *legacy] if self._legacy else current

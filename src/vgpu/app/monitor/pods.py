@@ -31,6 +31,10 @@ class Owners:
             pod.uid: pod for pod in pods if pod.uid and pod.labels.get(VGPU_NODE_LABEL) == node
         }
 
+    @property
+    def pods(self) -> list[Pod]:
+        return list(self._pods.values())
+
     def of(self, entry: CacheDir) -> Owner | None:
         pod = self._pods.get(entry.pod_uid)
         if pod is None:
