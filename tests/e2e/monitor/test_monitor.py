@@ -244,6 +244,19 @@ def test_priority_feedback_writes_into_the_live_regions(monitor: Monitor) -> Non
     assert kernel_and_switch(high) == (0, 0)
 
 
+def test_the_monitor_reads_only_this_nodes_pods_and_never_nodes(monitor: Monitor) -> None:
+    monitor.add_pod("train")
+    write_region(_dir(monitor, "train"), v1_bytes(two_gpu_spec()))
+    monitor.start()
+    assert wait_for(lambda: series(monitor.scrape(), "hami_vgpu_memory_used_bytes"))
+
+    pod_reads = monitor.api.requests("GET", "/api/v1/pods")
+    assert pod_reads
+    for read in pod_reads:
+        assert set(read.url.query["fieldSelector"].split(",")) == {f"spec.nodeName={NODE}"}
+    assert monitor.api.requests("GET", "/api/v1/nodes") == []  # RBAC: no nodes needed
+
+
 def test_sigterm_stops_the_monitor_cleanly(monitor: Monitor) -> None:
     monitor.start()
     with urllib.request.urlopen(f"{monitor.url}/healthz", timeout=10) as response:

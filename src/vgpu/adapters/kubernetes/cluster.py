@@ -46,8 +46,9 @@ class KubernetesCluster:
     raises is logged and does not disturb the others.
 
     `pod_field_selector` narrows the pods cached (a device plugin uses
-    `spec.nodeName=<its node>`); `watch_quotas=False` skips ResourceQuotas (then
-    `list_quotas` asks the API). `component` is the source written into Events.
+    `spec.nodeName=<its node>`); `watch_nodes=False` skips nodes (then node reads ask the
+    API), `watch_quotas=False` skips ResourceQuotas (then `list_quotas` asks the API).
+    `component` is the source written into Events.
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class KubernetesCluster:
         *,
         component: str = "vgpu",
         pod_field_selector: str = "",
+        watch_nodes: bool = True,
         watch_quotas: bool = True,
         watch_timeout_s: int = 300,
         request_timeout_s: float = 30.0,
@@ -80,6 +82,7 @@ class KubernetesCluster:
             else None
         )
         self._locker = NodeLocker(self._api, clock, sleep)
+        self._watch_nodes = watch_nodes
 
     @classmethod
     def connect(cls, settings: ConnectionSettings, **options: Any) -> "KubernetesCluster":
@@ -89,7 +92,9 @@ class KubernetesCluster:
     # lifecycle -------------------------------------------------------------------------------
     @property
     def _informers(self) -> list[Informer[Any]]:
-        found: list[Informer[Any]] = [self._nodes, self._pods]
+        found: list[Informer[Any]] = [self._pods]
+        if self._watch_nodes:
+            found.insert(0, self._nodes)
         return found if self._quotas is None else [*found, self._quotas]
 
     def start(self) -> None:

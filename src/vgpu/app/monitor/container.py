@@ -33,7 +33,7 @@ def make_accounting(config: MonitorConfig) -> AccountingPort:
 
 
 def make_cluster(config: MonitorConfig) -> ClusterPort:
-    """The API, watching only the pods bound to this node."""
+    """The API, watching only the pods bound to this node (an informer, as HAMi's monitor)."""
     from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster
 
     settings = ConnectionSettings(
@@ -43,6 +43,7 @@ def make_cluster(config: MonitorConfig) -> ClusterPort:
         settings,
         component="vgpu-monitor",
         pod_field_selector=f"spec.nodeName={config.node_name}",
+        watch_nodes=False,
         watch_quotas=False,
     )
     cluster.start()
