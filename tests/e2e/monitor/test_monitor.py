@@ -266,3 +266,32 @@ def test_sigterm_stops_the_monitor_cleanly(monitor: Monitor) -> None:
     assert missing.value.code == 404
 
     assert monitor.stop() == 0
+
+
+def test_an_invalid_fake_gpu_file_stops_the_monitor_with_the_reason(monitor: Monitor) -> None:
+    monitor.gpu_file.write_text("gpus: nope\n")
+    with monitor.log_file.open("ab") as log:
+        monitor.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vgpu.app.cli",
+                "monitor",
+                "--node-name",
+                NODE,
+                "--kubeconfig",
+                str(monitor.kubeconfig),
+                "--fake-gpus",
+                str(monitor.gpu_file),
+                "--host-dir",
+                str(monitor.host_dir),
+                "--metrics-listen",
+                "127.0.0.1:0",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    assert monitor.process.wait(timeout=60) == 1
+    assert "cannot start the monitor:" in monitor.log()
+    assert str(monitor.gpu_file) in monitor.log()

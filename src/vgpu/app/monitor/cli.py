@@ -112,6 +112,7 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
     """Build everything from `config` and run until SIGTERM or SIGINT; the exit code."""
     container = container or MonitorContainer(config=config)
     try:
+        cards = container.gpu_port().read_usage()  # no driver is a deployment error: say so now
         server = container.server()
         daemon = container.daemon()
     except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
@@ -129,8 +130,9 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
     server.start()
     host, port = server.address
     log.info(
-        "node %s: reading %s, serving metrics on %s:%d, priority feedback %s",
+        "node %s: %d GPU(s), reading %s, serving metrics on %s:%d, priority feedback %s",
         config.node_name,
+        len(cards),
         config.host_dir,
         host,
         port,
