@@ -175,11 +175,33 @@ def test_feedback_writes_change_exactly_their_four_bytes(
 
 
 def test_a_read_only_adapter_refuses_to_write(tmp_path: Path) -> None:
-    write_region(tmp_path / "uid-1_main", v1_bytes(two_gpu_spec()))
+    path = write_region(tmp_path / "uid-1_main", v1_bytes(two_gpu_spec()))
     regions = HamiCoreRegions(tmp_path)
 
-    with pytest.raises(RegionUnreadable, match="opened read-only"):
+    with pytest.raises(RegionUnreadable, match=re.escape(f"{path} is mapped read-only")):
         regions.set_recent_kernel(_entry(tmp_path, "uid-1_main"), 0)
+
+
+def test_a_file_it_may_not_write_is_still_read_without_feedback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_region(tmp_path / "uid-1_main", v1_bytes(two_gpu_spec()))
+    real_open = os.open
+
+    def refuse_writing(file: Path, flags: int) -> int:
+        if flags & os.O_RDWR:  # as for a file of another user, mode 0644
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags)
+
+    monkeypatch.setattr(os, "open", refuse_writing)
+    regions = HamiCoreRegions(tmp_path, writable=True)
+    entry = _entry(tmp_path, "uid-1_main")
+
+    with caplog.at_level(logging.WARNING):
+        assert regions.read(entry).priority == 0
+    with pytest.raises(RegionUnreadable, match="mapped read-only"):
+        regions.set_utilization_switch(entry, 0)
+    assert f"{path} is not writable here: no priority feedback for it" in caplog.text
 
 
 def test_remove_deletes_the_directory_and_its_mapping(tmp_path: Path) -> None:

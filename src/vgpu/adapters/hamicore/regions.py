@@ -6,7 +6,8 @@ first `_`; in it, the files whose name contains `libvgpu.so` or ends in `.cache`
 
 Each region file stays mapped between reads while it is the same file (same inode); the
 device plugin wipes the directory at every Allocate, so a new file is mapped afresh. Maps are
-read-only unless the adapter is `writable` (priority feedback on). A file that shrank below
+read-only unless the adapter is `writable` (priority feedback on); a file this process may
+not write is then still mapped read-only, so its figures are read. A file that shrank below
 its mapped size is dropped before it is touched: reading a mapped page past the end of a file
 would kill the process (SIGBUS).
 """
@@ -39,6 +40,7 @@ class _Mapped:
     inode: int
     size: int
     map: mmap.mmap
+    writable: bool
 
 
 class HamiCoreRegions:
@@ -100,10 +102,10 @@ class HamiCoreRegions:
 
     # internals --------------------------------------------------------------------------------
     def _store(self, entry: CacheDir, value: int, offset_of: Callable[[Layout], int]) -> None:
-        if not self._writable:
-            raise RegionUnreadable("the regions were opened read-only")
         with self._lock:
             mapped = self._mapped(entry.path)
+            if not mapped.writable:
+                raise RegionUnreadable(f"{mapped.file} is mapped read-only")
             offset = offset_of(layout_of(mapped.map, mapped.size))
             # One aligned 4-byte store, as HAMi-core's own atomic int accesses expect.
             with memoryview(mapped.map) as view, view[offset : offset + _INT32] as field:
@@ -132,18 +134,12 @@ class HamiCoreRegions:
         return mapped
 
     def _map(self, file: Path) -> _Mapped:
-        flags = os.O_RDWR if self._writable else os.O_RDONLY
-        try:
-            fd = os.open(file, flags)
-        except FileNotFoundError:
-            raise RegionUnreadable(f"{file} vanished while being read") from None
-        except OSError as err:
-            raise RegionUnreadable(f"cannot open {file}: {err.strerror or err}") from None
+        fd, writable = self._open(file)
         try:
             size = os.fstat(fd).st_size
             if size == 0:
                 raise RegionUnreadable(f"{file} is empty (truncated)")
-            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+            access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
             region = mmap.mmap(fd, size, access=access)
             inode = os.fstat(fd).st_ino
         except OSError as err:
@@ -155,7 +151,21 @@ class HamiCoreRegions:
         except RegionUnreadable as err:
             region.close()
             raise RegionUnreadable(f"{file}: {err}") from None
-        return _Mapped(file, inode, size, region)
+        return _Mapped(file, inode, size, region, writable)
+
+    def _open(self, file: Path) -> tuple[int, bool]:
+        """A descriptor of `file`, and whether it is open for writing."""
+        try:
+            if self._writable:
+                try:
+                    return os.open(file, os.O_RDWR), True
+                except PermissionError:
+                    log.warning("%s is not writable here: no priority feedback for it", file)
+            return os.open(file, os.O_RDONLY), False
+        except FileNotFoundError:
+            raise RegionUnreadable(f"{file} vanished while being read") from None
+        except OSError as err:
+            raise RegionUnreadable(f"cannot open {file}: {err.strerror or err}") from None
 
     def _forget(self, directory: Path) -> None:
         mapped = self._maps.pop(directory, None)
