@@ -216,3 +216,25 @@ def test_remove_deletes_the_directory_and_its_mapping(tmp_path: Path) -> None:
 
     assert not folder.exists()
     assert regions.list_dirs() == []
+
+
+def test_a_directory_removed_by_someone_else_releases_its_mapping(tmp_path: Path) -> None:
+    folder = tmp_path / "uid-1_main"
+    path = write_region(folder, v1_bytes(two_gpu_spec()))
+    regions = HamiCoreRegions(tmp_path)
+    regions.read(_entry(tmp_path, "uid-1_main"))
+    mapped = {p for p in _open_mappings() if p == str(path)}
+    assert mapped, "the region should be mapped after a read"
+
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+    assert regions.list_dirs() == []
+
+    assert str(path) not in {p.removesuffix(" (deleted)") for p in _open_mappings()}
+
+
+def _open_mappings() -> set[str]:
+    """Paths of the files this process has mapped (Linux /proc/self/maps)."""
+    lines = Path("/proc/self/maps").read_text().splitlines()
+    return {line.split(maxsplit=5)[5] for line in lines if len(line.split(maxsplit=5)) == 6}

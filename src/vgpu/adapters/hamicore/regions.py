@@ -26,6 +26,7 @@ from vgpu.ports.accounting import (
     CacheDir,
     Region,
     RegionNotReady,
+    RegionUnavailable,
     RegionUnreadable,
 )
 
@@ -77,6 +78,10 @@ class HamiCoreRegions:
                     log.warning("skipping %s: not named <pod uid>_<container>", Path(child.path))
                 continue
             found.append(CacheDir(pod_uid, container, Path(child.path), modified))
+        listed = {entry.path for entry in found}
+        with self._lock:
+            for gone in [d for d in self._maps if d not in listed]:
+                self._forget(gone)  # removed by someone else: let its pages go
         return found
 
     def read(self, entry: CacheDir) -> Region:
@@ -112,7 +117,11 @@ class HamiCoreRegions:
                 field.cast("i")[0] = value
 
     def _mapped(self, directory: Path) -> _Mapped:
-        file = _region_file(directory)
+        try:
+            file = _region_file(directory)
+        except RegionUnavailable:
+            self._forget(directory)
+            raise
         try:
             info = os.stat(file)
         except FileNotFoundError:
