@@ -19,7 +19,7 @@ from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
 from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_client
 from vgpu.adapters.kubernetes.events import event_manifest
 from vgpu.adapters.kubernetes.informer import Informer
-from vgpu.adapters.kubernetes.nodelock import NodeLocker
+from vgpu.adapters.kubernetes.nodelock import DEFAULT_CONFLICT_WAIT_S, NodeLocker
 from vgpu.adapters.kubernetes.resources import ResourceSpec, nodes, pods, quotas
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Pod, pod_from_manifest
@@ -49,6 +49,7 @@ class KubernetesCluster:
     `spec.nodeName=<its node>`); `watch_nodes=False` skips nodes (then node reads ask the
     API), `watch_quotas=False` skips ResourceQuotas (then `list_quotas` asks the API).
     `component` is the source written into Events.
+    `lock_conflict_wait_s` bounds how long `lock_node` waits for another pod's node lock.
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class KubernetesCluster:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Callable[[float], None] = time.sleep,
         owns_client: bool = False,
+        lock_conflict_wait_s: float = DEFAULT_CONFLICT_WAIT_S,
     ) -> None:
         self._client = api_client
         self._owns_client = owns_client
@@ -81,7 +83,7 @@ class KubernetesCluster:
             if watch_quotas
             else None
         )
-        self._locker = NodeLocker(self._api, clock, sleep)
+        self._locker = NodeLocker(self._api, clock, sleep, conflict_wait_s=lock_conflict_wait_s)
         self._watch_nodes = watch_nodes
 
     @classmethod
@@ -236,8 +238,8 @@ class KubernetesCluster:
         """Take `hami.io/mutex.lock` on the node for the pod (HAMi-compatible value).
 
         Succeeds when the lock is free, already the pod's, expired, or held by a pod that no
-        longer exists. Raises Conflict when another live pod holds it, NotFound for a missing
-        node.
+        longer exists; waits up to `lock_conflict_wait_s` while another live pod holds it.
+        Raises Conflict when that pod still holds it then, NotFound for a missing node.
         """
         manifest = self._locker.lock(node, namespace, pod, expiry)
         self._nodes.store.write_through(node_from_manifest(manifest))
