@@ -47,8 +47,9 @@ class KubernetesCluster:
 
     `pod_field_selector` narrows the pods cached (a device plugin uses
     `spec.nodeName=<its node>`), `node_field_selector` the nodes (`metadata.name=<its node>`:
-    then `list_nodes` knows that node only); `watch_quotas=False` skips ResourceQuotas (then
-    `list_quotas` asks the API). `component` is the source written into Events.
+    then `list_nodes` knows that node only); `watch_nodes=False` skips nodes (then node reads
+    ask the API), `watch_quotas=False` skips ResourceQuotas (then `list_quotas` asks the API).
+    `component` is the source written into Events.
     `lock_conflict_wait_s` bounds how long `lock_node` waits for another pod's node lock.
     """
 
@@ -59,6 +60,7 @@ class KubernetesCluster:
         component: str = "vgpu",
         pod_field_selector: str = "",
         node_field_selector: str = "",
+        watch_nodes: bool = True,
         watch_quotas: bool = True,
         watch_timeout_s: int = 300,
         request_timeout_s: float = 30.0,
@@ -86,6 +88,7 @@ class KubernetesCluster:
             else None
         )
         self._locker = NodeLocker(self._api, clock, sleep, conflict_wait_s=lock_conflict_wait_s)
+        self._watch_nodes = watch_nodes
 
     @classmethod
     def connect(cls, settings: ConnectionSettings, **options: Any) -> "KubernetesCluster":
@@ -95,7 +98,9 @@ class KubernetesCluster:
     # lifecycle -------------------------------------------------------------------------------
     @property
     def _informers(self) -> list[Informer[Any]]:
-        found: list[Informer[Any]] = [self._nodes, self._pods]
+        found: list[Informer[Any]] = [self._pods]
+        if self._watch_nodes:
+            found.insert(0, self._nodes)
         return found if self._quotas is None else [*found, self._quotas]
 
     def start(self) -> None:
