@@ -105,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     )
     container = SchedulerContainer(config=config, fake_cluster_file=args.fake_cluster)
     try:
+        container.webhook_tls()  # certificates first: a bad file is reported before the
+        container.extender_tls()  # cluster is even contacted
         listeners = container.listeners()
-    except (FakeClusterError, ClusterError, TlsError) as exc:
+    except (TlsError, FakeClusterError, ClusterError) as exc:
         print(f"vgpu scheduler: {exc}", file=sys.stderr)
         return 2
     mode = f"fake cluster {args.fake_cluster}" if args.fake_cluster else "Kubernetes"

@@ -4,6 +4,7 @@ apps -> listeners.
 Tests and embedders override `backend` (for instance with a FakeCluster) or any other provider.
 """
 
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,28 +82,28 @@ def build_webhook_tls(config: SchedulerConfig) -> WebhookTls | None:
     return WebhookTls(config.tls_cert, config.tls_key)
 
 
+def build_extender_tls(config: SchedulerConfig) -> ssl.SSLContext | None:
+    """The extender's mutual-TLS context, or None for plain HTTP on loopback."""
+    e = config.extender
+    if e.tls_cert is None or e.tls_key is None or e.client_ca is None:
+        return None
+    return mutual_tls_context(e.tls_cert, e.tls_key, e.client_ca)
+
+
 def build_listeners(
     config: SchedulerConfig,
     webhook: FastAPI,
     extender: FastAPI,
     metrics: FastAPI,
-    tls: WebhookTls | None,
+    webhook_tls: WebhookTls | None,
+    extender_tls: ssl.SSLContext | None,
 ) -> list[Listener]:
-    """The three listeners; TlsError if a certificate, key or CA cannot be used."""
-    e = config.extender
-    extender_tls = None
-    if e.tls_cert is not None and e.tls_key is not None and e.client_ca is not None:
-        extender_tls = mutual_tls_context(e.tls_cert, e.tls_key, e.client_ca)
+    e, m = config.extender, config.metrics
+    webhook_context = webhook_tls.context if webhook_tls else None
     return [
-        Listener(
-            "webhook",
-            webhook,
-            config.listen_address,
-            config.listen_port,
-            tls.context if tls else None,
-        ),
+        Listener("webhook", webhook, config.listen_address, config.listen_port, webhook_context),
         Listener("extender", extender, e.address, e.port, extender_tls),
-        Listener("metrics", metrics, config.metrics.address, config.metrics.port),
+        Listener("metrics", metrics, m.address, m.port),
     ]
 
 
@@ -165,7 +166,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
     )
     metrics_app = providers.Singleton(http.metrics_app, metrics)
     webhook_tls = providers.Singleton(build_webhook_tls, config)
+    extender_tls = providers.Singleton(build_extender_tls, config)
     listeners = providers.Singleton(
-        build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls
+        build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls, extender_tls
     )
     lifetime = providers.Singleton(Lifetime, runtime, events)
