@@ -70,14 +70,22 @@ class SchedulerProcess:
         workdir: Path,
         args: Sequence[str],
         env: Mapping[str, str] | None = None,
-        tls: bool = False,
+        tls: bool | tuple[Pair, Path] = False,
         name: str = "scheduler",
         extender_tls: ExtenderClientTls | None = None,
     ) -> None:
+        """`tls`: serve the webhook over HTTPS, with the repository's test pair (True) or with
+        `(pair, trust root)`; `extender_tls`: how the extender client does mutual TLS."""
         self.port = free_port()
         self.extender_port = free_port()
         self.metrics_port = free_port()
-        self.tls = tls
+        self.tls = bool(tls)
+        pair, root = (
+            tls
+            if isinstance(tls, tuple)
+            else (Pair(TLS_DIR / "tls.crt", TLS_DIR / "tls.key"), None)
+        )
+        root = root or pair.cert
         self.log_path = workdir / f"{name}.log"
         self._args = [
             *args,
@@ -89,12 +97,7 @@ class SchedulerProcess:
             f"127.0.0.1:{self.metrics_port}",
         ]
         if tls:
-            self._args += [
-                "--tls-cert",
-                str(TLS_DIR / "tls.crt"),
-                "--tls-key",
-                str(TLS_DIR / "tls.key"),
-            ]
+            self._args += ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key)]
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
         self._env.update(env or {})
         self._env["PYTHONPATH"] = str(REPO / "src")
@@ -104,7 +107,7 @@ class SchedulerProcess:
         self.client = httpx.Client(
             base_url=self.url,
             timeout=30.0,
-            verify=ssl.create_default_context(cafile=TLS_DIR / "tls.crt") if tls else True,
+            verify=ssl.create_default_context(cafile=root) if tls else True,
         )
         extender_scheme = "https" if extender_tls else "http"
         self.extender_url = f"{extender_scheme}://127.0.0.1:{self.extender_port}"
@@ -137,6 +140,10 @@ class SchedulerProcess:
             return self.client.get("/healthz").status_code == 200
         except httpx.TransportError:
             return False
+
+    def signal(self, signum: int) -> None:
+        assert self._process is not None
+        self._process.send_signal(signum)
 
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None

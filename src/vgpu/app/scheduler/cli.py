@@ -4,14 +4,15 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vgpu.app.scheduler.config import ConfigError, load_config
+from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
 from vgpu.app.scheduler.container import SchedulerContainer
 from vgpu.app.scheduler.fake_mode import FakeClusterError
 from vgpu.app.scheduler.listeners import ListenError, serve
-from vgpu.app.scheduler.tls import TlsError
+from vgpu.app.scheduler.tls import TlsError, WebhookTls
 from vgpu.ports.cluster import ClusterError
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ It serves three listeners:
     Off loopback it needs mutual TLS: extender.tls_cert, extender.tls_key, extender.client_ca.
   metrics (--metrics-listen, default 0.0.0.0:9395):
     GET  /metrics     Prometheus
+SIGHUP reads the webhook's certificate and key files again (new handshakes use them).
 """
 
 EPILOG = """\
@@ -115,11 +117,28 @@ def run(args: argparse.Namespace) -> int:
     log.info("vgpu scheduler %r on %s", config.scheduler_name, mode)
     lifetime = container.lifetime()
     try:
-        serve(listeners, lifetime.start, lifetime.stop)
+        serve(listeners, lifetime.start, lifetime.stop, _reloader(config, container.webhook_tls()))
     except ListenError as exc:
         print(f"vgpu scheduler: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _reloader(config: SchedulerConfig, tls: WebhookTls | None) -> Callable[[], None] | None:
+    """On SIGHUP, read the webhook's certificate files again (they may have been rotated)."""
+    if tls is None or config.tls_cert is None or config.tls_key is None:
+        return None
+    cert, key = config.tls_cert, config.tls_key
+
+    def reload() -> None:
+        try:
+            tls.reload(cert, key)
+        except TlsError as exc:
+            log.error("webhook certificate not reloaded, the old one stays in use: %s", exc)
+            return
+        log.info("webhook certificate reloaded from %s", cert)
+
+    return reload
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 All sockets are bound before anything starts, so a taken port is a clean error naming the
 listener. Then `on_start` runs once, every listener is served by its own uvicorn server in one
 event loop, SIGTERM or SIGINT asks all of them to stop together (a second SIGINT forces it),
-and `on_stop` runs once after the last one has stopped.
+and `on_stop` runs once after the last one has stopped. SIGHUP calls `on_reload` (the webhook
+reads its certificate files again).
 """
 
 import asyncio
@@ -47,6 +48,7 @@ def serve(
     listeners: Sequence[Listener],
     on_start: Callable[[], None],
     on_stop: Callable[[], None],
+    on_reload: Callable[[], None] | None = None,
 ) -> None:
     """Serve every listener until SIGTERM/SIGINT; ListenError if one cannot bind."""
     sockets = _bind_all(listeners)
@@ -56,7 +58,7 @@ def serve(
         try:
             for listener in listeners:
                 log.info("serving the %s listener on %s", listener.name, listener.url)
-            asyncio.run(_serve_all(servers, sockets))
+            asyncio.run(_serve_all(servers, sockets, on_reload))
         finally:
             on_stop()
     finally:
@@ -88,7 +90,11 @@ def _bind(listener: Listener) -> socket.socket:
     return sock
 
 
-async def _serve_all(servers: Sequence["_Server"], sockets: Sequence[socket.socket]) -> None:
+async def _serve_all(
+    servers: Sequence["_Server"],
+    sockets: Sequence[socket.socket],
+    on_reload: Callable[[], None] | None,
+) -> None:
     loop = asyncio.get_running_loop()
 
     def stop_all() -> None:
@@ -96,14 +102,22 @@ async def _serve_all(servers: Sequence["_Server"], sockets: Sequence[socket.sock
             server.force_exit = server.should_exit  # asked twice: stop waiting for connections
             server.should_exit = True
 
+    def reload() -> None:
+        try:
+            if on_reload is not None:
+                on_reload()
+        except Exception:  # a bad reload must not take the listeners down
+            log.exception("reload failed; serving on as before")
+
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop_all)
+    loop.add_signal_handler(signal.SIGHUP, reload)
     try:
         await asyncio.gather(
             *(s.serve(sockets=[sock]) for s, sock in zip(servers, sockets, strict=True))
         )
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(signum)
 
 
