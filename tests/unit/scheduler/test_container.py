@@ -1,5 +1,6 @@
 """The composition root wires config, cluster, state, service and app; parts can be swapped."""
 
+import threading
 from pathlib import Path
 
 from dependency_injector import providers
@@ -9,6 +10,7 @@ from tests.unit.scheduler.builders import a40_node, manifest
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.scheduler.config import ExtenderListener, MetricsListener, SchedulerConfig
 from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
+from vgpu.domain import pod_from_manifest
 
 
 def test_a_fake_cluster_file_gives_a_working_app(tmp_path: Path) -> None:
@@ -63,3 +65,49 @@ def test_embedders_can_swap_the_cluster_backend() -> None:
         assert result.node_names == ["node1"]
     finally:
         container.runtime().stop()
+
+
+class HangingEvents(FakeCluster):
+    """A cluster whose Event writes hang, as a slow API server's would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def record_event(
+        self, namespace: str, pod: str, reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        self.entered.set()
+        assert self.release.wait(60), "the test never released the event sink"
+        super().record_event(namespace, pod, reason, message, warning=warning)
+
+
+def test_a_hanging_event_sink_does_not_hold_up_filter_or_bind() -> None:
+    cluster = HangingEvents()
+    cluster.put_node(a40_node("node1"))
+    container = SchedulerContainer(config=SchedulerConfig())
+    container.backend.override(providers.Object(ClusterBackend(cluster)))
+    lifetime = container.lifetime()
+    lifetime.start()
+    try:
+        container.runtime().sync_now()
+        extender = TestClient(container.extender_app())
+        for name in ("a", "b"):
+            body = manifest(name, gpu=1, gpumem=1000)
+            cluster.put_pod(pod_from_manifest(body))
+            args = {"Pod": body, "Nodes": None, "NodeNames": ["node1"]}
+            assert extender.post("/filter", json=args).json()["NodeNames"] == ["node1"]
+            assert cluster.entered.wait(30)  # the first Event is stuck in the API call
+        binding = {"PodName": "a", "PodNamespace": "default", "PodUID": "uid-a", "Node": "node1"}
+        assert extender.post("/bind", json=binding).json() == {"Error": ""}
+        assert cluster.events == []  # nothing written yet: every verb answered regardless
+        assert container.events().pending() == 2  # a's filter Event is in the hanging call
+    finally:
+        cluster.release.set()
+        lifetime.stop()
+    assert [(e[1], e[2]) for e in cluster.events] == [
+        ("a", "FilteringSucceed"),
+        ("b", "FilteringSucceed"),
+        ("a", "BindingSucceed"),
+    ]
