@@ -16,6 +16,7 @@ from tests.certs import Authority, Pair
 from tests.e2e.scheduler.conftest import Launch
 from tests.e2e.scheduler.harness import ExtenderClientTls, wait_until
 from tests.e2e.scheduler.test_fake_cluster import pod, write_cluster
+from vgpu.app.cli import main
 
 
 def filter_args(name: str) -> dict[str, object]:
@@ -34,6 +35,22 @@ def test_each_port_serves_only_its_own_routes(tmp_path: Path, launch: Launch) ->
     assert scrape.get("/healthz").status_code == 404
     assert "hami_scheduler_is_leader 1.0" in scrape.get("/metrics").text
     assert extender.post("/filter", json=filter_args("p")).json()["NodeNames"] == ["node1"]
+
+
+def test_a_taken_port_exits_2_naming_the_listener(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """All sockets are bound before anything starts, so a taken port is a clean exit."""
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("nodes: []")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["scheduler", "--fake-cluster", str(cluster), "--listen", "127.0.0.1:0"]
+        args += ["--extender-listen", "127.0.0.1:0", "--metrics-listen", f"127.0.0.1:{port}"]
+        assert main(args) == 2
+    assert f"cannot serve the metrics listener on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
 def test_sigterm_stops_every_listener_and_runs_shutdown_once(

@@ -1,6 +1,5 @@
 """`vgpu scheduler` on the command line: help, and clean exits for bad settings."""
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -81,18 +80,3 @@ def test_an_unusable_client_ca_exits_2_naming_it(
     )
     assert main(["scheduler", "--config", str(config), "--fake-cluster", "x"]) == 2
     assert f"cannot use client CA {bad}" in capsys.readouterr().err
-
-
-def test_a_taken_port_exits_2_naming_the_listener(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    cluster = tmp_path / "c.yaml"
-    cluster.write_text("nodes: []")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        args = ["scheduler", "--fake-cluster", str(cluster), "--listen", "127.0.0.1:0"]
-        args += ["--extender-listen", "127.0.0.1:0", "--metrics-listen", f"127.0.0.1:{port}"]
-        assert main(args) == 2
-    assert f"cannot serve the metrics listener on 127.0.0.1:{port}" in capsys.readouterr().err
