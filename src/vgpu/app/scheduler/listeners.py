@@ -80,9 +80,15 @@ def _bind_all(listeners: Sequence[Listener]) -> list[socket.socket]:
 
 def _bind(listener: Listener) -> socket.socket:
     family = socket.AF_INET6 if ":" in listener.address else socket.AF_INET
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+    # and without it every small reply waits out the peer's delayed ACK (about 40 ms)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock = socket.create_server((listener.address, listener.port), family=family)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((listener.address, listener.port))
+        sock.listen(2048)
     except OSError as exc:
+        sock.close()
         raise ListenError(
             f"cannot serve the {listener.name} listener on {listener.address}:{listener.port}: "
             f"{exc.strerror or exc}"
