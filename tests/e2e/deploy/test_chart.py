@@ -21,7 +21,7 @@ from tests.unit.scheduler.builders import world
 from vgpu.app.device_plugin.config import load_config as load_plugin_config
 from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.scheduler.config import load_config
-from vgpu.app.scheduler.http import create_app
+from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 
 VARIANTS = {
@@ -52,10 +52,14 @@ def scheduler_settings(objects: list[dict[str, Any]], tmp_path: Path) -> tuple[A
     return load_config(path, env={}), extra
 
 
-def routes() -> set[str]:
+def routes(app: str) -> set[str]:
+    """Paths the `extender` or `webhook` listener serves."""
     w = world()
-    app = create_app(w.service, SchedulerMetrics(w.state, w.config.vendor(), lambda: True), str)
-    return {getattr(r, "path", "") for r in app.routes}
+    metrics = SchedulerMetrics(w.state, w.config.vendor(), lambda: True)
+    built = extender_app(w.service, metrics) if app == "extender" else webhook_app(
+        w.service, metrics, str
+    )
+    return {getattr(r, "path", "") for r in built.routes}
 
 
 @pytest.mark.parametrize("values", [(), (HAMI_VALUES,)], ids=["default", "hami-values"])
@@ -92,6 +96,7 @@ def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     assert "webhook_tls" not in extra  # cert-manager makes the certificate
     deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 3
+    assert one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     pods = containers(deployment)
     assert pods["kube-scheduler"]["image"] == (
         "registry.example.com/google_containers/kube-scheduler:v1.31.1"
@@ -116,7 +121,7 @@ def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     path.write_text(config["config.yaml"])
     plugin_settings = load_plugin_config(path, env={"NODE_NAME": "gpu-1"})  # the pod env
     assert (plugin_settings.split_count, plugin_settings.memory_scaling) == (4, 1.5)
-    assert {o["kind"] for o in objects} >= {"ServiceMonitor", "PodDisruptionBudget"}
+    assert one(objects, "ServiceMonitor")
 
 
 def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serves(
@@ -132,7 +137,7 @@ def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serv
         [extender] = kube["extenders"]
         verbs = {extender[k] for k in ("filterVerb", "prioritizeVerb", "bindVerb") if k in extender}
         assert verbs == ({"filter", "bind", "prioritize"} if combine else {"filter", "bind"})
-        assert {f"/{v}" for v in verbs} <= routes()
+        assert {f"/{v}" for v in verbs} <= routes("extender")
         assert settings.combine_scores is combine
         vendor = settings.vendor()
         managed = {r["name"]: r["ignoredByScheduler"] for r in extender["managedResources"]}
@@ -150,14 +155,15 @@ def test_the_webhook_reaches_the_tls_listener_through_the_service(tmp_path: Path
     service = one(objects, "Service", "vgpu-scheduler")
     target = hook["clientConfig"]["service"]
     assert (target["name"], target["namespace"]) == ("vgpu-scheduler", NAMESPACE)
-    assert target["path"] == "/webhook" and "/webhook" in routes()
+    assert target["path"] == "/webhook" and "/webhook" in routes("webhook")
     assert set(hook["admissionReviewVersions"]) == {"v1", "v1beta1"}
     port = next(p for p in service["spec"]["ports"] if p["port"] == target["port"])
     vgpu = containers(one(objects, "Deployment"))["vgpu"]
     named = {p["name"]: p["containerPort"] for p in vgpu["ports"]}
     assert f"--listen=0.0.0.0:{named[port['targetPort']]}" in vgpu["args"]
-    assert vgpu["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "webhook",
-                                                 "scheme": "HTTPS"}
+    probe = vgpu["readinessProbe"]["httpGet"]
+    assert (probe["port"], probe["scheme"]) == ("webhook", "HTTPS")
+    assert probe["path"] in routes("webhook")
     assert settings.tls_cert is not None and str(settings.tls_cert.parent) == "/tls"
     certs = WebhookCertsConfig.model_validate(extra["webhook_tls"])
     assert (certs.secret_name, certs.webhook_name, certs.service_name) == (
@@ -206,14 +212,19 @@ def test_log_settings_reach_every_vgpu_container() -> None:
 def test_rollouts_keep_a_ready_scheduler_and_evictions_leave_one() -> None:
     objects = render("default")
     deployment = one(objects, "Deployment")
-    assert deployment["spec"]["replicas"] >= 2
     assert deployment["spec"]["strategy"] == {
         "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}
     }
-    pdb = one(objects, "PodDisruptionBudget")
+    # readiness without leadership: the surge replica becomes Ready while the old one leads
+    probe = containers(deployment)["vgpu"]["readinessProbe"]["httpGet"]["path"]
+    assert probe == "/healthz"
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]  # 1 replica: drains pass
+    replicated = template(set_values=("scheduler.replicas=2",))
+    pdb = one(replicated, "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
-    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+    assert one(replicated, "Deployment")["spec"]["replicas"] == 2
     plugin = one(objects, "DaemonSet")
     assert plugin["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     assert plugin["spec"]["template"]["spec"]["priorityClassName"] == "system-node-critical"
@@ -276,16 +287,14 @@ def test_the_kube_scheduler_auth_reader_binding_is_in_kube_system() -> None:
     assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
 
 
-def test_the_admission_policy_guards_grant_annotations_for_vgpu_service_accounts_only() -> None:
-    objects = render("default")
+def test_the_admission_policy_trusts_the_release_s_service_accounts() -> None:
+    objects = template(set_values=("scheduler.admissionPolicy.trustedUsers={system:serviceaccount:hami:hami-scheduler}",))
     policy = one(objects, "ValidatingAdmissionPolicy")
-    writer = next(v for v in policy["spec"]["variables"] if v["name"] == "writer")["expression"]
+    trusted = next(v for v in policy["spec"]["variables"] if v["name"] == "trusted")["expression"]
     for account in ("vgpu-scheduler", "vgpu-device-plugin"):
-        assert f"system:serviceaccount:{NAMESPACE}:{account}'" in writer
+        assert f"'system:serviceaccount:{NAMESPACE}:{account}'" in trusted
         assert one(objects, "ServiceAccount", account)
-    [rule] = policy["spec"]["validations"]
-    for prefix in ("hami.io/vgpu-", "hami.io/bind-", "-devices-", "vgpu.io/grant-signature"):
-        assert prefix in rule["expression"]
+    assert "'system:serviceaccount:hami:hami-scheduler'" in trusted
     binding = one(objects, "ValidatingAdmissionPolicyBinding")
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]

@@ -15,14 +15,18 @@ from tests.e2e.deploy.render import NAMESPACE, template
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
 from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster, LeaderElector
 from vgpu.adapters.kubernetes.connection import new_api_client
+from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 from vgpu.app.scheduler.certs import WebhookCerts, WebhookCertsConfig
+from vgpu.domain.signing import KeyRing
 
 ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "kubernetes"
 # the modules that send API requests, all exercised below; a new one must be added here
-EXERCISED = {"api.py", "cluster.py", "informer.py", "leader.py", "nodelock.py", "webhook_tls.py"}
-# rules granted for adapters on other branches, not yet in this tree: (component, verb, resource)
-PENDING = {("device-plugin", "get", "secrets")}  # reading vgpu-grant-keys (grant signing)
+EXERCISED = {
+    "api.py", "cluster.py", "informer.py", "keys.py", "leader.py", "nodelock.py", "webhook_tls.py"
+}
+# rules granted for calls the processes do not make yet: (component, verb, resource)
+PENDING: set[tuple[str, str, str]] = set()
 # roles bound for the kube-scheduler container (stock roles, and its own Lease)
 KUBE_SCHEDULER_ROLES = {
     "system:kube-scheduler", "system:volume-scheduler",
@@ -99,8 +103,16 @@ def exercise_cluster(api: RunningApiServer, **options: Any) -> None:
         cluster.stop()
 
 
+def grant_keys(api: RunningApiServer) -> SecretGrantKeys:
+    client = new_api_client(ConnectionSettings(host=api.url))
+    return SecretGrantKeys(client, NAMESPACE, "vgpu-grant-keys")
+
+
 def exercise_scheduler(api: RunningApiServer, tmp_path: Path) -> None:
     exercise_cluster(api)
+    keys = grant_keys(api)  # the scheduler creates the grant signing keys, then reads them
+    if keys.load() is None:
+        keys.create(KeyRing({"k1": bytes(32)}))
     client = new_api_client(ConnectionSettings(host=api.url))
     elector = LeaderElector(client, identity="a", name="vgpu-scheduler", namespace=NAMESPACE,
                             lease_duration_s=3, renew_deadline_s=2, retry_period_s=0.1)
@@ -122,7 +134,9 @@ def exercise_scheduler(api: RunningApiServer, tmp_path: Path) -> None:
 
 
 def exercise_device_plugin(api: RunningApiServer, tmp_path: Path) -> None:
-    exercise_cluster(api, pod_field_selector="spec.nodeName=gpu-1", watch_quotas=False)
+    exercise_cluster(api, pod_field_selector="spec.nodeName=gpu-1",
+                     node_field_selector="metadata.name=gpu-1", watch_quotas=False)
+    grant_keys(api).load()  # verifying grants
 
 
 @dataclass(frozen=True)
