@@ -1,6 +1,8 @@
 """charts/vgpu: lints, renders valid objects for every supported Kubernetes, and agrees with
 the processes it runs (their routes, flags and settings files)."""
 
+import argparse
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from tests.e2e.deploy.render import (
     template,
 )
 from tests.unit.scheduler.builders import world
+from vgpu.app.cli import COMMANDS, add_log_flags
 from vgpu.app.device_plugin.config import load_config as load_plugin_config
 from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.scheduler.config import load_config
@@ -121,7 +124,9 @@ def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     path.write_text(config["config.yaml"])
     plugin_settings = load_plugin_config(path, env={"NODE_NAME": "gpu-1"})  # the pod env
     assert (plugin_settings.split_count, plugin_settings.memory_scaling) == (4, 1.5)
-    assert one(objects, "ServiceMonitor")
+    assert one(objects, "ServiceMonitor", "vgpu-scheduler")
+    monitor = containers(plugin)["vgpu-monitor"]
+    assert "--legacy-metrics" in monitor["args"]
 
 
 def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serves(
@@ -193,12 +198,60 @@ def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor
     assert {"name": "metrics", "containerPort": 9395} in vgpu["ports"]
     service = one(objects, "Service", "vgpu-scheduler")
     assert {"name": "monitor", "port": 9395, "targetPort": "metrics"} in service["spec"]["ports"]
-    monitor = one(objects, "ServiceMonitor")
-    assert monitor["spec"]["endpoints"][0]["port"] == "monitor"
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    for monitor_name, service_name, port in (
+        ("vgpu-scheduler", "vgpu-scheduler", "monitor"),
+        ("vgpu-device-plugin-monitor", "vgpu-device-plugin-monitor", "monitorport"),
+    ):
+        monitor = one(objects, "ServiceMonitor", monitor_name)
+        target = one(objects, "Service", service_name)
+        assert monitor["spec"]["endpoints"][0]["port"] == port
+        assert port in {p["name"] for p in target["spec"]["ports"]}
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+            target["metadata"]["labels"].items()
+        )
     dashboard = one(objects, "ConfigMap", "vgpu-dashboards")
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert "hami_gpu_memory_limit_bytes" in next(iter(dashboard["data"].values()))
+
+
+def accepts(args: list[str]) -> argparse.Namespace:
+    """Parse a container's args the way `vgpu` does; SystemExit on a flag it does not know."""
+    parser = argparse.ArgumentParser(prog="vgpu")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    command = args[0]
+    importlib.import_module(COMMANDS[command][0]).register(subparsers)
+    add_log_flags(subparsers.choices[command])
+    return parser.parse_args(args)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_vgpu_container_passes_only_flags_its_command_accepts(variant: str) -> None:
+    objects = render(variant)
+    found = [
+        c for owner in objects if owner["kind"] in ("Deployment", "DaemonSet")
+        for c in containers(owner).values() if "args" in c
+    ]
+    assert {c["args"][0] for c in found} >= {"scheduler", "device-plugin"}
+    for c in found:
+        accepts(c["args"])
+
+
+def test_the_monitor_runs_beside_the_plugin_on_the_host_cache_directory() -> None:
+    objects = render("default")
+    plugin = one(objects, "DaemonSet")
+    monitor = containers(plugin)["vgpu-monitor"]
+    parsed = accepts(monitor["args"])
+    assert (str(parsed.host_dir), parsed.metrics_listen) == ("/usr/local/vgpu/containers", ":9394")
+    mounts = {m["name"]: m["mountPath"] for m in monitor["volumeMounts"]}
+    hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["spec"]["template"]["spec"]["volumes"]
+             if "hostPath" in v}
+    assert hosts[next(iter(mounts))] == mounts[next(iter(mounts))] == "/usr/local/vgpu/containers"
+    service = one(objects, "Service", "vgpu-device-plugin-monitor")
+    assert service["spec"]["ports"] == [{"name": "monitorport", "port": 9394,
+                                         "targetPort": "monitorport"}]
+    off = template(set_values=("devicePlugin.monitor.enabled=false",))
+    assert "vgpu-monitor" not in containers(one(off, "DaemonSet"))
+    assert not [o for o in off if o["metadata"]["name"] == "vgpu-device-plugin-monitor"]
 
 
 def test_log_settings_reach_every_vgpu_container() -> None:
