@@ -5,10 +5,12 @@ from pathlib import Path
 from dependency_injector import providers
 from fastapi.testclient import TestClient
 
-from tests.unit.scheduler.builders import a40_node, manifest
+from tests.unit.scheduler.builders import KEYS, a40_node, manifest
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
+from vgpu.domain import pod_from_manifest
 
 
 def test_a_fake_cluster_file_gives_a_working_app(tmp_path: Path) -> None:
@@ -30,10 +32,11 @@ def test_embedders_can_swap_the_cluster_backend() -> None:
     fake = FakeCluster()
     fake.put_node(a40_node("node1"))
     container = SchedulerContainer(config=SchedulerConfig(combine_scores=True))
-    container.backend.override(providers.Object(ClusterBackend(fake)))
+    container.backend.override(providers.Object(ClusterBackend(fake, FakeGrantKeys(KEYS))))
     container.runtime().start()
     try:
         container.runtime().sync_now()
+        fake.put_pod(pod_from_manifest(manifest("p", gpu=1)))
         result = container.service().filter(manifest("p", gpu=1), ["node1"], None)
         assert result.node_names == ["node1"]
     finally:

@@ -70,6 +70,7 @@ def test_filter_answers_with_go_keys_and_nulls(client: TestClient, w: World) -> 
 
 
 def test_filter_keys_are_read_without_regard_to_case_like_go(client: TestClient, w: World) -> None:
+    w.add_pod(manifest("p", cpu="1"))
     args = {"pod": manifest("p", cpu="1"), "nodenames": ["node1"]}
     assert client.post("/filter", json=args).json()["NodeNames"] == ["node1"]
 
