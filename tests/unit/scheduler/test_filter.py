@@ -162,7 +162,9 @@ def test_an_unknown_policy_annotation_is_an_error() -> None:
 
 
 class FailingPatches(FakeCluster):
-    def patch_pod_annotations(self, namespace, name, annotations, labels=None, resource_version=None):  # type: ignore[no-untyped-def]
+    def patch_pod_annotations(
+        self, namespace, name, annotations, labels=None, resource_version=None
+    ):  # type: ignore[no-untyped-def]
         raise ClusterError("the API server said 500")
 
 

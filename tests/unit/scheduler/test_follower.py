@@ -24,7 +24,11 @@ def running(name: str, uuid: str, memory: int, cores: int = 0, **kw: object) -> 
         gpumem=memory,
         **kw,
     )
-    return signed(body) if "hami.io/vgpu-devices-allocated" in body["metadata"]["annotations"] else body
+    return (
+        signed(body)
+        if "hami.io/vgpu-devices-allocated" in body["metadata"]["annotations"]
+        else body
+    )
 
 
 def test_a_deleted_pod_frees_its_card() -> None:
