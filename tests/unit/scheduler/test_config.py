@@ -92,3 +92,22 @@ def test_unknown_environment_names_are_ignored_with_a_warning(
     config = load_config(None, {"VGPU_LISTEN_PROT": "1", "VGPU_LEADER_ELECTION": "x"})
     assert config == SchedulerConfig()
     assert "VGPU_LISTEN_PROT" in caplog.text and "VGPU_LEADER_ELECTION" in caplog.text
+
+
+def test_signing_is_on_by_default_with_the_secret_in_vgpu_system() -> None:
+    config = load_config(None, {})
+    assert config.signing.enabled
+    assert (config.signing.secret_namespace, config.signing.secret_name) == (
+        "vgpu-system",
+        "vgpu-grant-keys",
+    )
+    off = load_config(None, {"VGPU_SIGNING__ENABLED": "false"})
+    assert not off.signing.enabled
+
+
+def test_api_calls_time_out_before_the_renew_deadline_when_electing() -> None:
+    assert load_config(None, {}).api_timeout() == 30.0
+    electing = load_config(
+        None, {"VGPU_LEADER_ELECTION__ENABLED": "true", "VGPU_LEADER_ELECTION__RENEW_DEADLINE": "8"}
+    )
+    assert electing.api_timeout() == 4.0
