@@ -24,6 +24,7 @@ Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which start
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import threading
@@ -117,10 +118,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         method, path = str(request.method.value).upper(), request.url.path
         for wanted, part, seconds in list(self._delays):
             if wanted == method and part in path:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._undelayed.wait(), seconds)
-                except TimeoutError:
-                    pass
         return response
 
     async def _handle_now(self, request: rendering.Request) -> aiohttp.web.StreamResponse:

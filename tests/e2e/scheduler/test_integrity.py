@@ -85,7 +85,9 @@ def test_a_binding_that_commits_but_times_out_keeps_its_card(
     k8s_api.delay("POST", "/binding", 5)  # the Binding is stored, its answer comes too late
     assert scheduler.bind(first, "node1") == ""
     k8s_api.end_delays()
-    assert "Binding failed" in scheduler.logs() and "but the pod is on node1" in scheduler.logs()
+    assert (
+        "the Binding failed" in scheduler.logs() and "but it is bound to node1" in scheduler.logs()
+    )
     stored = k8s_api.get(f"{pods()}/first")
     assert stored is not None and stored["spec"]["nodeName"] == "node1"
     release_lock_as_the_device_plugin_would(k8s_api, "node1")
