@@ -105,6 +105,7 @@ class World:
     config: SchedulerConfig
     revoker: Revoker
     leader: list[bool]
+    key_store: FakeGrantKeys
 
     def add_pod(self, body: dict[str, Any]) -> None:
         self.cluster.put_pod(pod_from_manifest(body))
@@ -141,7 +142,8 @@ def world(
     for node in nodes:
         fake.put_node(node)
     state = SchedulerState()
-    keys = GrantKeys(FakeGrantKeys(KEYS)) if config.signing.enabled else None
+    key_store = FakeGrantKeys(KEYS)
+    keys = GrantKeys(key_store) if config.signing.enabled else None
     trust = build_trust(config, keys)
     follower = ClusterFollower(state, config.vendor(), config.defaults.memory_factor, clock, trust)
     revoker = Revoker(PodWriter(fake, config.vendor(), Fence(lambda: leading[0])), config.vendor())
@@ -159,7 +161,7 @@ def world(
     fake.subscribe(follower.handle)
     runtime.sync_now()
     service = SchedulerService(fake, state, config, trust, revoker, runtime.is_leader, clock)
-    return World(fake, state, service, runtime, clock, config, revoker, leading)
+    return World(fake, state, service, runtime, clock, config, revoker, leading, key_store)
 
 
 class _Leadership:

@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime
 
+from tests.unit.scheduler.builders import A40_UUIDS, KEYS, a40_node, manifest, signed, world
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
 from vgpu.domain.signing import GrantClaim, KeyRing
@@ -37,3 +38,26 @@ def test_a_refresh_picks_up_a_rotation_and_old_grants_still_verify() -> None:
     assert rotated is not None and rotated.active == "k2"
     assert rotated.sign(CLAIM).startswith("k2:")
     assert rotated.verify(old_signature, CLAIM)
+
+
+def test_a_grant_signed_with_a_key_not_yet_seen_counts_once_the_ring_is_refreshed() -> None:
+    w = world(a40_node("node1"))
+    rotated = KeyRing({**KEYS.keys, "k20270101t0000": b"r" * 32})
+    w.add_pod(
+        signed(
+            manifest(
+                "p",
+                node="node1",
+                phase="Running",
+                annotations={
+                    "hami.io/vgpu-node": "node1",
+                    "hami.io/vgpu-devices-allocated": f"{A40_UUIDS[0]},NVIDIA,1000,0:;",
+                },
+            ),
+            rotated,  # the leader already signs with the new key
+        )
+    )
+    assert w.state.ledger.pods() == []  # this replica has not seen the new key yet
+    w.key_store.ring = rotated
+    w.runtime.refresh_keys_now()
+    assert [a.pod for a in w.state.ledger.pods()] == ["default/p"]

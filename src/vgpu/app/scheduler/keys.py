@@ -47,15 +47,18 @@ class GrantKeys:
         self._set(ring)
         return ring
 
-    def refresh(self) -> None:
-        """Read the store again (a rotation adds a key); a failure keeps the current ring."""
-        ring = self._store.load()
-        if ring is not None:
-            self._set(ring)
+    def refresh(self) -> bool:
+        """Read the store again (a rotation adds a key); True when the keys changed.
 
-    def _set(self, ring: KeyRing) -> None:
+        A failure (ClusterError) keeps the current ring."""
+        ring = self._store.load()
+        return ring is not None and self._set(ring)
+
+    def _set(self, ring: KeyRing) -> bool:
         with self._lock:
             before = self._ring
             self._ring = ring
-        if before is None or before.keys.keys() != ring.keys.keys():
+        changed = before is None or before.keys != ring.keys
+        if changed:
             log.info("grant keys loaded: %s; %s signs", ", ".join(sorted(ring.keys)), ring.active)
+        return changed

@@ -5,7 +5,8 @@ signing keys are loaded (created on first start), and the state is rebuilt from 
 (nodes, quotas, pods' grant annotations) before the replica reports ready. A sweeper releases
 reservations whose pod was never bound within the timeout and, on the leader, takes their
 grants off the pods (durably, retrying until the write lands). The key ring is re-read every
-`key_refresh` seconds so that a rotation is picked up.
+`key_refresh` seconds so that a rotation is picked up; when it changed, every pod is judged
+again, so grants signed with a key this replica had not seen yet are counted from then on.
 """
 
 import logging
@@ -156,11 +157,15 @@ class SchedulerRuntime:
                 log.exception("could not read the cluster; not ready, retrying in 5 s")
                 self._stopping.wait(5.0)
 
+    def refresh_keys_now(self) -> None:
+        """Re-read the key ring; if it changed, judge every pod's grant again."""
+        if self._keys is not None and self._keys.refresh() and self._state.synced:
+            self._follower.rebuild(self._cluster)
+
     def _refresh_keys(self) -> None:
-        assert self._keys is not None
         while not self._stopping.wait(self._key_refresh):
             try:
-                self._keys.refresh()
+                self.refresh_keys_now()
             except Exception as exc:
                 log.warning("grant keys not refreshed (the current ring stays): %s", exc)
 
