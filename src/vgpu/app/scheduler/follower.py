@@ -11,6 +11,7 @@ and a standby run this same code on the same events, so their ledgers agree.
 """
 
 import logging
+import threading
 from collections.abc import Callable
 
 from vgpu.app.scheduler.state import SchedulerState
@@ -47,9 +48,16 @@ class ClusterFollower:
         self._trust = trust
         self._quotas: dict[tuple[str, str], QuotaLimits] = {}
         self._ignored: dict[str, str] = {}  # pod -> why its grant is not counted (logged once)
+        # one event or one rebuild at a time: a rebuild's listed copy of a pod can never be
+        # applied after a newer event for it
+        self._serial = threading.RLock()
 
     def handle(self, event: ClusterEvent) -> None:
         """Apply one event; problems are logged, never raised."""
+        with self._serial:
+            self._apply(event)
+
+    def _apply(self, event: ClusterEvent) -> None:
         try:
             if event.kind is Kind.NODE and isinstance(event.obj, ClusterNode):
                 self._node(event.action, event.obj)
@@ -61,14 +69,16 @@ class ClusterFollower:
             log.exception("could not apply %s %s event", event.kind, event.action)
 
     def rebuild(self, cluster: ClusterPort) -> None:
-        """Read every node, quota and pod (after a start or restart) into the state."""
-        nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
-        for node in nodes:
-            self.handle(ClusterEvent(Kind.NODE, Action.ADDED, node))
-        for quota in quotas:
-            self.handle(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
-        for pod in pods:
-            self.handle(ClusterEvent(Kind.POD, Action.ADDED, pod))
+        """Read every node, quota and pod (after a start, a restart or a key rotation) into the
+        state; events wait meanwhile."""
+        with self._serial:
+            nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
+            for node in nodes:
+                self._apply(ClusterEvent(Kind.NODE, Action.ADDED, node))
+            for quota in quotas:
+                self._apply(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
+            for pod in pods:
+                self._apply(ClusterEvent(Kind.POD, Action.ADDED, pod))
         log.info(
             "state rebuilt from the cluster: %d nodes, %d quotas, %d pods, %d holding GPUs",
             len(nodes),
