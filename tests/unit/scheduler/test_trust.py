@@ -7,7 +7,7 @@ import pytest
 
 from tests.unit.scheduler.builders import A40_UUIDS, KEYS, a40_node, manifest, signed, world
 from vgpu.domain import Usage
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.signing import GrantClaim, KeyRing
 
 OTHER_KEYS = KeyRing({"k20260101t0000": b"another-cluster".ljust(32, b"y")})
 CARD = A40_UUIDS[0]
@@ -133,8 +133,6 @@ def test_with_signing_off_the_scheduler_writes_no_signature() -> None:
 
 
 def test_the_scheduler_signs_what_it_writes_for_this_pod_node_time_and_cards() -> None:
-    from vgpu.domain.signing import GrantClaim
-
     w = world(a40_node("node1"))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
     notes = w.pod_annotations("p")

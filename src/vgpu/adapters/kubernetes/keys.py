@@ -31,6 +31,7 @@ class SecretGrantKeys:
 
     @property
     def where(self) -> str:
+        """The Secret, as messages name it."""
         return f"Secret {self._namespace}/{self._name}"
 
     def load(self) -> KeyRing | None:

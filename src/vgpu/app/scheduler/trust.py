@@ -41,10 +41,6 @@ class Verdict:
     claim: GrantClaim | None
     problem: str = ""
 
-    @property
-    def counts(self) -> bool:
-        return self.claim is not None and not self.problem
-
 
 class GrantTrust:
     """Judges pods' grants. `ring` gives the current key ring; None means signing is off."""
@@ -58,10 +54,6 @@ class GrantTrust:
         self._vendor = vendor
         self._scheduler_name = scheduler_name
         self._ring = ring
-
-    @property
-    def signing(self) -> bool:
-        return self._ring is not None
 
     def judge(self, pod: Pod) -> Verdict:
         claim = grant_claim(pod.uid, pod.annotations, self._vendor)
