@@ -23,6 +23,7 @@ COMMANDS = {
         "vgpu.app.device_plugin.cli",
         "run the per-node device plugin (kubelet gRPC + node registration)",
     ),
+    "monitor": ("vgpu.app.monitor.cli", "serve per-container GPU usage from HAMi-core's regions"),
 }
 
 

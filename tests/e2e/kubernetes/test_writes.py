@@ -22,6 +22,8 @@ def test_pod_annotations_and_labels_are_merge_patched_and_none_deletes(
     k8s_api: RunningApiServer, cluster: KubernetesCluster
 ) -> None:
     k8s_api.create(PODS, pod_manifest("default", "p1", annotations={"keep": "1", "drop": "2"}))
+    # write-through refreshes a cached pod only (so a write racing a delete cannot revive it)
+    assert wait_until(lambda: cluster.get_pod("default", "p1") is not None)
 
     pod = cluster.patch_pod_annotations(
         "default",

@@ -8,7 +8,7 @@ import yaml
 
 from tests.unit.scheduler.builders import world
 from vgpu.app.scheduler.config import load_config
-from vgpu.app.scheduler.http import create_app
+from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "scheduler"
@@ -23,9 +23,11 @@ def by_kind(name: str, kind: str) -> list[dict[str, Any]]:
 
 
 def routes() -> set[str]:
+    """Paths served by the extender and webhook listeners."""
     w = world()
-    app = create_app(w.service, SchedulerMetrics(w.state, w.config.vendor(), lambda: True), str)
-    return {getattr(r, "path", "") for r in app.routes}
+    metrics = SchedulerMetrics(w.state, w.config.vendor(), lambda: True)
+    apps = [extender_app(w.service, metrics), webhook_app(w.service, metrics, str)]
+    return {getattr(r, "path", "") for app in apps for r in app.routes}
 
 
 def test_every_file_the_kustomization_names_exists() -> None:

@@ -1,6 +1,7 @@
 """An in-memory Kubernetes API: nodes, pods and quotas with resourceVersions, events, a lock."""
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -25,9 +26,17 @@ from vgpu.ports.cluster import (
 class FakeCluster:
     """Implements ClusterPort in memory. Thread-safe; handlers run on the writer's thread."""
 
-    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        lock_conflict_wait_s: float = 0.0,
+    ) -> None:
         self._lock = threading.RLock()
         self._clock = clock
+        # lock_node waits this long (real time) for another pod's node lock; 0: refuse at once
+        self._lock_conflict_wait_s = lock_conflict_wait_s
+        self._node_lock_released = threading.Condition(self._lock)
         self._version = 0
         self._nodes: dict[str, ClusterNode] = {}
         self._pods: dict[tuple[str, str], Pod] = {}
@@ -156,19 +165,14 @@ class FakeCluster:
             self.events.append((namespace, pod, reason, message, warning))
 
     def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+        deadline = time.monotonic() + self._lock_conflict_wait_s
         with self._lock:
-            current = self._nodes.get(node)
-            if current is None:
-                raise NotFound(f"node {node} not found")
-            lock = _readable_lock(current.annotations.get(NODE_LOCK_ANNOTATION))
-            if lock is not None:
-                owner_alive = (lock.namespace, lock.pod) in self._pods
-                if not (
-                    lock.owned_by(namespace, pod)
-                    or lock.expired(self._clock(), expiry)
-                    or (lock.pod and not owner_alive)
-                ):
-                    raise Conflict(f"node {node} is locked by {lock.namespace}/{lock.pod}")
+            while (holder := self._lock_holder(node, namespace, pod, expiry)) is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Conflict(f"node {node} is locked by {holder.namespace}/{holder.pod}")
+                # woken by a release; the slice catches locks that expire or lose their pod
+                self._node_lock_released.wait(min(left, 0.1))
             value = NodeLock(self._clock(), namespace, pod).encode()
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: value})
 
@@ -180,6 +184,27 @@ class FakeCluster:
             if lock is None or not lock.owned_by(namespace, pod):
                 return
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: None})
+            self._node_lock_released.notify_all()
+
+    def _lock_holder(
+        self, node: str, namespace: str, pod: str, expiry: timedelta
+    ) -> NodeLock | None:
+        """The lock that keeps `namespace/pod` from taking `node`, or None when it may."""
+        current = self._nodes.get(node)
+        if current is None:
+            raise NotFound(f"node {node} not found")
+        lock = _readable_lock(current.annotations.get(NODE_LOCK_ANNOTATION))
+        if lock is None:
+            return None
+        now = self._clock()
+        owner_alive = (lock.namespace, lock.pod) in self._pods
+        may_take = (
+            lock.owned_by(namespace, pod)
+            or lock.expired(now, expiry)
+            or lock.from_the_future(now)
+            or (lock.pod and not owner_alive)
+        )
+        return None if may_take else lock
 
     # internals -------------------------------------------------------------------------------
     def _store_pod(self, pod: Pod) -> tuple[Action, Pod]:

@@ -6,6 +6,7 @@ flags. A nested field is set from the environment with `__` between levels, e.g.
 are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the device plugin.
 """
 
+import ipaddress
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -26,7 +27,9 @@ from vgpu.domain import (
 __all__ = [
     "ConfigError",
     "Defaults",
+    "ExtenderListener",
     "LeaderElection",
+    "MetricsListener",
     "ResourceNames",
     "SchedulerConfig",
     "Signing",
@@ -79,6 +82,59 @@ class LeaderElection(_Model):
         return self
 
 
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP literals; any other name may reach the network."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ExtenderListener(_Model):
+    """Where kube-scheduler reaches the extender verbs (`/filter`, `/prioritize`, `/bind`).
+
+    Plain HTTP only on a loopback address (kube-scheduler as a sidecar in the same pod);
+    anywhere else the listener needs mutual TLS: a serving certificate and key, and the CA that
+    signs the client certificate kube-scheduler presents (its extender `tlsConfig`).
+    """
+
+    address: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8888, ge=0, le=65535)
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    client_ca: Path | None = None
+    workers: int = Field(default=8, ge=1, le=256)  # threads that run the verbs
+
+    @property
+    def mutual_tls(self) -> bool:
+        return self.tls_cert is not None
+
+    @model_validator(mode="after")
+    def _secured(self) -> Self:
+        given = [self.tls_cert is not None, self.tls_key is not None, self.client_ca is not None]
+        if any(given) and not all(given):
+            raise ValueError(
+                "extender.tls_cert, extender.tls_key and extender.client_ca go together "
+                "(mutual TLS needs all three)"
+            )
+        if not self.mutual_tls and not is_loopback(self.address):
+            raise ValueError(
+                f"extender.address {self.address!r} is not a loopback address: serving the "
+                "extender verbs there needs mutual TLS (extender.tls_cert, extender.tls_key, "
+                "extender.client_ca); or keep it on 127.0.0.1 with kube-scheduler as a sidecar"
+            )
+        return self
+
+
+class MetricsListener(_Model):
+    """Where Prometheus scrapes `/metrics` (plain HTTP, nothing else served there)."""
+
+    address: str = Field(default="0.0.0.0", min_length=1)
+    port: int = Field(default=9395, ge=0, le=65535)
+
+
 # grant integrity (issue 8) --------------------------------------------------------------------
 class Signing(_Model):
     """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
@@ -109,6 +165,8 @@ class SchedulerConfig(_Model):
     listen_port: int = Field(default=8080, ge=0, le=65535)
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    extender: ExtenderListener = Field(default_factory=ExtenderListener)
+    metrics: MetricsListener = Field(default_factory=MetricsListener)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     kubeconfig: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

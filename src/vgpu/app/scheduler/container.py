@@ -1,8 +1,10 @@
-"""The composition root of `vgpu scheduler`: config -> cluster adapter -> state -> service -> app.
+"""The composition root of `vgpu scheduler`: config -> cluster adapter -> state -> service ->
+apps -> listeners.
 
 Tests and embedders override `backend` (for instance with a FakeCluster) or any other provider.
 """
 
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,23 +12,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dependency_injector import containers, providers
+from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.app.scheduler import http
 from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.events import EventQueue, EventsCollector
 from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
-from vgpu.app.scheduler.http import create_app
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
-from vgpu.app.scheduler.pod_events import ClusterPodEvents
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
 from vgpu.app.scheduler.trust import GrantTrust
-from vgpu.domain import Pod
+from vgpu.domain import Pod, Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.keys import GrantKeyPort
 
@@ -77,6 +82,62 @@ def build_revoker(
     return Revoker(writer, config.vendor())
 
 
+def build_metrics(
+    state: SchedulerState, vendor: Vendor, is_leader: Callable[[], bool], events: EventQueue
+) -> SchedulerMetrics:
+    metrics = SchedulerMetrics(state, vendor, is_leader)
+    metrics.registry.register(EventsCollector(events))
+    return metrics
+
+
+def build_webhook_tls(config: SchedulerConfig) -> WebhookTls | None:
+    """The webhook's reloadable TLS context, or None for plain HTTP."""
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    return WebhookTls(config.tls_cert, config.tls_key)
+
+
+def build_extender_tls(config: SchedulerConfig) -> ssl.SSLContext | None:
+    """The extender's mutual-TLS context, or None for plain HTTP on loopback."""
+    e = config.extender
+    if e.tls_cert is None or e.tls_key is None or e.client_ca is None:
+        return None
+    return mutual_tls_context(e.tls_cert, e.tls_key, e.client_ca)
+
+
+def build_listeners(
+    config: SchedulerConfig,
+    webhook: FastAPI,
+    extender: FastAPI,
+    metrics: FastAPI,
+    webhook_tls: WebhookTls | None,
+    extender_tls: ssl.SSLContext | None,
+) -> list[Listener]:
+    e, m = config.extender, config.metrics
+    webhook_context = webhook_tls.context if webhook_tls else None
+    return [
+        Listener("webhook", webhook, config.listen_address, config.listen_port, webhook_context),
+        Listener("extender", extender, e.address, e.port, extender_tls),
+        Listener("metrics", metrics, m.address, m.port),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    """What runs around the listeners: once before they serve, once after they stop."""
+
+    runtime: SchedulerRuntime
+    events: EventQueue
+
+    def start(self) -> None:
+        self.events.start()
+        self.runtime.start()
+
+    def stop(self) -> None:
+        self.runtime.stop()
+        self.events.stop()
+
+
 class SchedulerContainer(containers.DeclarativeContainer):
     """Wiring for one scheduler process."""
 
@@ -108,9 +169,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         keys=keys,
         key_refresh=config.provided.signing.refresh_period,
     )
-    events = providers.Singleton(
-        ClusterPodEvents, backend.provided.port, runtime.provided.is_leader
-    )
+    events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     service = providers.Singleton(
         SchedulerService,
         cluster=backend.provided.port,
@@ -123,12 +182,17 @@ class SchedulerContainer(containers.DeclarativeContainer):
         remember_pod=backend.provided.remember_pod,
         events=events,
     )
-    metrics = providers.Singleton(SchedulerMetrics, state, vendor, runtime.provided.is_leader)
-    app = providers.Singleton(
-        create_app,
-        service=service,
-        metrics=metrics,
-        readiness=runtime.provided.readiness,
-        on_start=runtime.provided.start,
-        on_stop=runtime.provided.stop,
+    metrics = providers.Singleton(build_metrics, state, vendor, runtime.provided.is_leader, events)
+    webhook_app = providers.Singleton(
+        http.webhook_app, service, metrics, runtime.provided.readiness
     )
+    extender_app = providers.Singleton(
+        http.extender_app, service, metrics, config.provided.extender.workers
+    )
+    metrics_app = providers.Singleton(http.metrics_app, metrics)
+    webhook_tls = providers.Singleton(build_webhook_tls, config)
+    extender_tls = providers.Singleton(build_extender_tls, config)
+    listeners = providers.Singleton(
+        build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls, extender_tls
+    )
+    lifetime = providers.Singleton(Lifetime, runtime, events)
