@@ -42,7 +42,7 @@ def held(scheduler: SchedulerProcess) -> dict[str, float]:
     from prometheus_client.parser import text_string_to_metric_families
 
     found: dict[str, float] = {}
-    for family in text_string_to_metric_families(scheduler.client.get("/metrics").text):
+    for family in text_string_to_metric_families(scheduler.scrape.get("/metrics").text):
         for sample in family.samples:
             if sample.name == "hami_vgpu_memory_allocated_bytes":
                 key = f"{sample.labels['namespace']}/{sample.labels['pod']}"
