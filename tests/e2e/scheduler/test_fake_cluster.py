@@ -21,9 +21,10 @@ def pod(name: str, **limits: object) -> dict[str, object]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
         "spec": {
+            "schedulerName": "vgpu-scheduler",  # the extender acts only on its own pods
             "containers": [
                 {"name": "main", "image": "cuda:12", "resources": {"limits": dict(limits)}}
-            ]
+            ],
         },
         "status": {"phase": "Pending"},
     }

@@ -154,3 +154,22 @@ extender:
     assert config.extender.port == 7443 and config.extender.client_ca == Path("/tls/ca.crt")
     with pytest.raises(ConfigError, match=r"field extender.port.*\[from command line\]"):
         load_config(path, overrides={"extender.port": "nope"})
+
+
+def test_signing_is_on_by_default_with_the_secret_in_vgpu_system() -> None:
+    config = load_config(None, {})
+    assert config.signing.enabled
+    assert (config.signing.secret_namespace, config.signing.secret_name) == (
+        "vgpu-system",
+        "vgpu-grant-keys",
+    )
+    off = load_config(None, {"VGPU_SIGNING__ENABLED": "false"})
+    assert not off.signing.enabled
+
+
+def test_api_calls_time_out_before_the_renew_deadline_when_electing() -> None:
+    assert load_config(None, {}).api_timeout() == 30.0
+    electing = load_config(
+        None, {"VGPU_LEADER_ELECTION__ENABLED": "true", "VGPU_LEADER_ELECTION__RENEW_DEADLINE": "8"}
+    )
+    assert electing.api_timeout() == 4.0

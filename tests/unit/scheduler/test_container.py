@@ -6,8 +6,9 @@ from pathlib import Path
 from dependency_injector import providers
 from fastapi.testclient import TestClient
 
-from tests.unit.scheduler.builders import a40_node, manifest
+from tests.unit.scheduler.builders import KEYS, a40_node, manifest
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.config import ExtenderListener, MetricsListener, SchedulerConfig
 from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
 from vgpu.domain import pod_from_manifest
@@ -57,10 +58,11 @@ def test_embedders_can_swap_the_cluster_backend() -> None:
     fake = FakeCluster()
     fake.put_node(a40_node("node1"))
     container = SchedulerContainer(config=SchedulerConfig(combine_scores=True))
-    container.backend.override(providers.Object(ClusterBackend(fake)))
+    container.backend.override(providers.Object(ClusterBackend(fake, FakeGrantKeys(KEYS))))
     container.runtime().start()
     try:
         container.runtime().sync_now()
+        fake.put_pod(pod_from_manifest(manifest("p", gpu=1)))
         result = container.service().filter(manifest("p", gpu=1), ["node1"], None)
         assert result.node_names == ["node1"]
     finally:
@@ -87,7 +89,7 @@ def test_a_hanging_event_sink_does_not_hold_up_filter_or_bind() -> None:
     cluster = HangingEvents()
     cluster.put_node(a40_node("node1"))
     container = SchedulerContainer(config=SchedulerConfig())
-    container.backend.override(providers.Object(ClusterBackend(cluster)))
+    container.backend.override(providers.Object(ClusterBackend(cluster, FakeGrantKeys(KEYS))))
     lifetime = container.lifetime()
     lifetime.start()
     try:

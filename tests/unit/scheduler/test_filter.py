@@ -8,6 +8,7 @@ from tests.unit.scheduler.builders import (
     a40_node,
     gpu_node,
     manifest,
+    signed,
     world,
 )
 from vgpu.adapters.fake.cluster import FakeCluster
@@ -79,7 +80,7 @@ def test_quota_blocks_the_second_pod_at_filter() -> None:
 
 def test_a_pod_without_gpu_requests_gets_the_candidates_back_unchanged() -> None:
     w = world(a40_node("node1"))
-    result = w.service.filter(manifest("web", cpu="1"), ["node1", "cpu-node"], None)
+    result = w.filter(manifest("web", cpu="1"), "node1", "cpu-node")
     assert result.node_names == ["node1", "cpu-node"]
     assert result.error == "" and result.failed == {}
     assert w.cluster.events == []
@@ -161,7 +162,9 @@ def test_an_unknown_policy_annotation_is_an_error() -> None:
 
 
 class FailingPatches(FakeCluster):
-    def patch_pod_annotations(self, namespace, name, annotations, labels=None):  # type: ignore[no-untyped-def]
+    def patch_pod_annotations(
+        self, namespace, name, annotations, labels=None, resource_version=None
+    ):  # type: ignore[no-untyped-def]
         raise ClusterError("the API server said 500")
 
 
@@ -224,6 +227,6 @@ def test_pods_seen_through_events_count_against_the_cards() -> None:
         gpu=1,
         gpumem=46000,
     )
-    w.add_pod(running)
+    w.add_pod(signed(running))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
     assert w.pod_annotations("p")["hami.io/vgpu-devices-allocated"].startswith(A40_UUIDS[1])

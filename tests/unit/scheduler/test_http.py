@@ -90,6 +90,7 @@ def test_filter_answers_with_go_keys_and_nulls(extender: TestClient, w: World) -
 def test_filter_keys_are_read_without_regard_to_case_like_go(
     extender: TestClient, w: World
 ) -> None:
+    w.add_pod(manifest("p", cpu="1"))
     args = {"pod": manifest("p", cpu="1"), "nodenames": ["node1"]}
     assert extender.post("/filter", json=args).json()["NodeNames"] == ["node1"]
 

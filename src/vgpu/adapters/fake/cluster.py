@@ -56,10 +56,7 @@ class FakeCluster:
 
     def put_pod(self, pod: Pod) -> Pod:
         with self._lock:
-            key = (pod.namespace, pod.name)
-            action = Action.MODIFIED if key in self._pods else Action.ADDED
-            stored = replace(pod, resource_version=self._next_version())
-            self._pods[key] = stored
+            action, stored = self._store_pod(pod)
         self._emit(Kind.POD, action, stored)
         return stored
 
@@ -105,6 +102,9 @@ class FakeCluster:
         with self._lock:
             return self._pods.get((namespace, name))
 
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        return self.get_pod(namespace, name)
+
     def list_quotas(self) -> list[Quota]:
         with self._lock:
             return list(self._quotas.values())
@@ -119,17 +119,25 @@ class FakeCluster:
         name: str,
         annotations: Mapping[str, str | None],
         labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
     ) -> Pod:
         with self._lock:
             pod = self._pods.get((namespace, name))
             if pod is None:
                 raise NotFound(f"pod {namespace}/{name} not found")
+            if resource_version and resource_version != pod.resource_version:
+                raise Conflict(
+                    f"pod {namespace}/{name} has resourceVersion {pod.resource_version}, "
+                    f"the patch expects {resource_version}"
+                )
             updated = replace(
                 pod,
                 annotations=_merge(pod.annotations, annotations),
                 labels=_merge(pod.labels, labels or {}),
             )
-        return self.put_pod(updated)
+            action, stored = self._store_pod(updated)  # the check and the write are one step
+        self._emit(Kind.POD, action, stored)
+        return stored
 
     def patch_node_annotations(self, name: str, annotations: Mapping[str, str | None]) -> None:
         with self._lock:
@@ -199,6 +207,13 @@ class FakeCluster:
         return None if may_take else lock
 
     # internals -------------------------------------------------------------------------------
+    def _store_pod(self, pod: Pod) -> tuple[Action, Pod]:
+        key = (pod.namespace, pod.name)
+        action = Action.MODIFIED if key in self._pods else Action.ADDED
+        stored = replace(pod, resource_version=self._next_version())
+        self._pods[key] = stored
+        return action, stored
+
     def _next_version(self) -> str:
         self._version += 1
         return str(self._version)

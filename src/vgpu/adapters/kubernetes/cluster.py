@@ -157,6 +157,10 @@ class KubernetesCluster:
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         if self._pods.synced:
             return self._pods.store.get(f"{namespace}/{name}")
+        return self.read_pod(namespace, name)
+
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod as the API has it now (never the cache); None when it does not exist."""
         return self._live_get(object_path(namespaced("pods", namespace), name), pod_from_manifest)
 
     def list_quotas(self) -> list[Quota]:
@@ -178,11 +182,18 @@ class KubernetesCluster:
         name: str,
         annotations: Mapping[str, str | None],
         labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
     ) -> Pod:
-        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone."""
+        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone.
+
+        `resource_version` goes into the patch as `metadata.resourceVersion`, which the API
+        server treats as a precondition: Conflict when the pod has changed since.
+        """
         meta: dict[str, Any] = {"annotations": dict(annotations)}
         if labels:
             meta["labels"] = dict(labels)
+        if resource_version:
+            meta["resourceVersion"] = resource_version
         path = object_path(namespaced("pods", namespace), name)
         manifest = self._api.merge_patch(path, {"metadata": meta})
         try:

@@ -32,6 +32,7 @@ __all__ = [
     "MetricsListener",
     "ResourceNames",
     "SchedulerConfig",
+    "Signing",
     "load_config",
 ]
 
@@ -134,6 +135,16 @@ class MetricsListener(_Model):
     port: int = Field(default=9395, ge=0, le=65535)
 
 
+# grant integrity (issue 8) --------------------------------------------------------------------
+class Signing(_Model):
+    """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
+
+    enabled: bool = True
+    secret_namespace: str = Field(default="vgpu-system", min_length=1)
+    secret_name: str = Field(default="vgpu-grant-keys", min_length=1)
+    refresh_period: float = Field(default=30.0, gt=0)
+
+
 class SchedulerConfig(_Model):
     """Everything `vgpu scheduler` can be told. Durations are in seconds."""
 
@@ -159,6 +170,16 @@ class SchedulerConfig(_Model):
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     kubeconfig: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # grant integrity (issue 8)
+    signing: Signing = Field(default_factory=Signing)
+    api_request_timeout: float = Field(default=30.0, gt=0)
+
+    def api_timeout(self) -> float:
+        """Every API call's timeout: shorter than the renew deadline when electing a leader,
+        so a hung call cannot outlive this replica's leadership."""
+        if not self.leader_election.enabled:
+            return self.api_request_timeout
+        return min(self.api_request_timeout, self.leader_election.renew_deadline / 2)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -8,63 +8,78 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
 
 from dependency_injector import containers, providers
 from fastapi import FastAPI
 
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
-from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster
+from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
+from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.grants import PodWriter
+from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
+from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import Pod, Vendor
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.keys import GrantKeyPort
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterBackend:
-    """A cluster adapter and what comes with it: cache lifecycle, leader election, and (fake
-    mode only) a hook that creates pods the scheduler is asked about."""
+    """A cluster adapter and what comes with it: the grant key store, cache lifecycle, leader
+    election, and (fake mode only) a hook that creates pods the scheduler is asked about."""
 
     port: ClusterPort
+    keys: GrantKeyPort
     lifecycle: Lifecycle | None = None
     leadership: Leadership | None = None
     remember_pod: Callable[[Pod], None] | None = None
 
 
 def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> ClusterBackend:
-    """The fake cluster from a file, or the Kubernetes adapter."""
+    """The fake cluster from a file (with a fresh key ring), or the Kubernetes adapter."""
     if fake_cluster_file is not None:
         cluster = load_fake_cluster(fake_cluster_file, config.vendor())
-        return ClusterBackend(cluster, remember_pod=PodRecorder(cluster))
+        ring = new_key_ring(datetime.now(UTC))
+        if config.signing.enabled:
+            sign_listed_grants(cluster, ring, config.vendor())
+        return ClusterBackend(cluster, FakeGrantKeys(ring), remember_pod=PodRecorder(cluster))
     from vgpu.app.scheduler.kube import kubernetes_backend  # the client is heavy; load on use
 
-    port, lifecycle, leadership = kubernetes_backend(config)
-    return ClusterBackend(port, lifecycle, leadership)
+    port, lifecycle, leadership, keys = kubernetes_backend(config)
+    return ClusterBackend(port, keys, lifecycle, leadership)
 
 
-class _EventsThroughQueue:
-    """The cluster, with `record_event` going through the EventQueue: how the service's Events
-    leave the hot path until SchedulerService takes the queue itself as `events`."""
-
-    def __init__(self, cluster: ClusterPort, events: EventQueue) -> None:
-        self._cluster = cluster
-        self.record_event = events.record
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cluster, name)
+def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | None:
+    return GrantKeys(backend.keys) if config.signing.enabled else None
 
 
-def events_through_queue(cluster: ClusterPort, events: EventQueue) -> ClusterPort:
-    return cast(ClusterPort, _EventsThroughQueue(cluster, events))
+def build_trust(config: SchedulerConfig, keys: GrantKeys | None) -> GrantTrust:
+    return GrantTrust(config.vendor(), config.scheduler_name, None if keys is None else keys.ring)
+
+
+def _leader_check(backend: ClusterBackend) -> Callable[[], bool]:
+    leadership = backend.leadership
+    return lambda: leadership is None or leadership.is_leader
+
+
+def build_revoker(
+    config: SchedulerConfig, backend: ClusterBackend, is_leader: Callable[[], bool]
+) -> Revoker:
+    writer = PodWriter(backend.port, config.vendor(), Fence(is_leader))
+    return Revoker(writer, config.vendor())
 
 
 def build_metrics(
@@ -135,7 +150,11 @@ class SchedulerContainer(containers.DeclarativeContainer):
     vendor = providers.Callable(lambda c: c.vendor(), config)
     memory_factor = providers.Callable(lambda c: c.defaults.memory_factor, config)
 
-    follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock)
+    keys = providers.Singleton(build_keys, config, backend)
+    trust = providers.Singleton(build_trust, config, keys)
+    follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock, trust)
+    leader_check = providers.Callable(_leader_check, backend)
+    revoker = providers.Singleton(build_revoker, config, backend, leader_check)
     runtime = providers.Singleton(
         SchedulerRuntime,
         cluster=backend.provided.port,
@@ -146,16 +165,22 @@ class SchedulerContainer(containers.DeclarativeContainer):
         sync_timeout=config.provided.sync_timeout,
         lifecycle=backend.provided.lifecycle,
         leadership=backend.provided.leadership,
+        revoker=revoker,
+        keys=keys,
+        key_refresh=config.provided.signing.refresh_period,
     )
     events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     service = providers.Singleton(
         SchedulerService,
-        cluster=providers.Callable(events_through_queue, backend.provided.port, events),
+        cluster=backend.provided.port,
         state=state,
         config=config,
+        trust=trust,
+        revoker=revoker,
         is_leader=runtime.provided.is_leader,
         clock=clock,
         remember_pod=backend.provided.remember_pod,
+        events=events,
     )
     metrics = providers.Singleton(build_metrics, state, vendor, runtime.provided.is_leader, events)
     webhook_app = providers.Singleton(

@@ -3,8 +3,9 @@
 A *reservation* is a grant the scheduler made (or found on a pod's annotations) for a pod that
 is not bound to its node yet. It expires after the configured timeout so that a pod that is
 never bound cannot hold cards forever. Once expired or given up, a reservation is remembered
-as *revoked* by its annotation signature, so that late events carrying the same annotations do
-not bring it back; a pod that really got bound with those annotations is counted again.
+as *revoked* by its grant identity, so that late events carrying the same annotations do not
+bring it back until the revocation has cleared them in the API (see revocation.py); a pod that
+really got bound with those annotations is counted again.
 """
 
 import threading
@@ -33,8 +34,9 @@ class Reservation:
     pod: str
     node: str
     since: float
-    signature: str
+    signature: str  # trust.grant_identity of the grant
     binding: bool = False  # a bind is in flight; the sweeper leaves it alone
+    own: bool = False  # made by this process (not read from annotations): it outranks events
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +174,11 @@ class SchedulerState:
             self.quota.charge(pod, namespace, grants, init_count)
             return problems
 
-    def reserve(self, pod: str, node: str, since: float, signature: str) -> None:
+    def reserve(
+        self, pod: str, node: str, since: float, signature: str, *, own: bool = False
+    ) -> None:
         with self._lock:
-            self._reservations[pod] = Reservation(pod, node, since, signature)
+            self._reservations[pod] = Reservation(pod, node, since, signature, own=own)
 
     def reservation(self, pod: str) -> Reservation | None:
         with self._lock:
@@ -185,6 +189,20 @@ class SchedulerState:
             current = self._reservations.get(pod)
             if current is not None:
                 self._reservations[pod] = replace(current, binding=True)
+
+    def written(self, pod: str) -> None:
+        """The reservation's grant is on the pod now: from here on the pod's events rule it."""
+        with self._lock:
+            current = self._reservations.get(pod)
+            if current is not None:
+                self._reservations[pod] = replace(current, own=False)
+
+    def stop_binding(self, pod: str) -> None:
+        """A bind ended without a known outcome: the sweeper may expire the reservation again."""
+        with self._lock:
+            current = self._reservations.get(pod)
+            if current is not None:
+                self._reservations[pod] = replace(current, binding=False)
 
     def bound(self, pod: str) -> None:
         """The pod is on its node now: its grant stays, the reservation clock stops."""
@@ -224,6 +242,10 @@ class SchedulerState:
             return stale
 
     # reading ---------------------------------------------------------------------------------
+    def reservations(self) -> list[Reservation]:
+        with self._lock:
+            return sorted(self._reservations.values(), key=lambda r: r.pod)
+
     def snapshot(self) -> Snapshot:
         with self._lock:
             views = tuple(self.usage_view(name) for name in self.ledger.nodes())
