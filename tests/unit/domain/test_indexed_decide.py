@@ -127,8 +127,18 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
     for node in NODES[: data.draw(st.integers(1, 5))]:
         ledger.set_node(node, data.draw(cards(node)))
     for step in range(data.draw(st.integers(5, 25))):
-        action = data.draw(st.sampled_from(("pod", "pod", "pod", "release", "node", "remove")))
-        if action == "node":
+        action = data.draw(
+            st.sampled_from(("pod", "pod", "pod", "release", "node", "remove", "overcommit"))
+        )
+        if action == "overcommit":  # a pod the cluster reports, recorded even past capacity
+            node = data.draw(st.sampled_from(NODES))
+            memory = data.draw(st.sampled_from((1000, 30000, 90000)))
+            cores = data.draw(st.sampled_from((10, 100, 150)))
+            grant = DeviceGrant(
+                f"GPU-{node}-{data.draw(st.integers(0, 3))}", "NVIDIA", memory, cores
+            )
+            ledger.grant(f"default/seen{step}", node, ((grant,),), strict=False)
+        elif action == "node":
             node = data.draw(st.sampled_from(NODES))
             ledger.set_node(node, data.draw(cards(node)), data.draw(cordon))
         elif action == "remove":
