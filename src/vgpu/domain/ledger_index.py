@@ -56,9 +56,6 @@ class LedgerIndex:
         self._order.remove(node)
         self._rejected.pop(node, None)
 
-    def summary(self, node: str) -> NodeSummary | None:
-        return self._summaries.get(node)
-
     def decide(
         self,
         plan: PodPlan,

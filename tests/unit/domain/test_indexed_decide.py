@@ -8,6 +8,7 @@ ways: the same node, cards and score when the pod fits, the same rejection for e
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,6 +187,24 @@ def test_pod_that_fits_nowhere_gets_every_nodes_reason_and_a_change_is_seen() ->
     ledger.release("default/y")  # the remembered rejection of b must not outlive the change
     placed = ledger.decide(big, ["a", "b", "c"])
     assert isinstance(placed, Placement) and placed.node == "b"
+
+
+@pytest.mark.parametrize("policy", list(Policy))
+def test_alike_nodes_tie_and_the_first_name_wins_under_either_policy(policy: Policy) -> None:
+    ledger = Ledger()
+    for node in ("c", "a", "b"):
+        ledger.set_node(node, [Device(f"GPU-{node}", 0, "NVIDIA A40", 2, 24000)])
+    plan = PodPlan(
+        "default/p",
+        "default",
+        ("main",),
+        (ContainerRequest(1, memory=1000),),
+        0,
+        CardSelector(),
+        PodPolicies(node=policy),
+    )
+    placed = ledger.decide(plan)
+    assert isinstance(placed, Placement) and placed.node == "a"
 
 
 def test_view_can_leave_a_pods_own_grant_out_without_touching_the_ledger() -> None:
