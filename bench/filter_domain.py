@@ -16,6 +16,7 @@ and QuotaBook.charge; HAMi: addPod). Parsing the pod is the same for all and not
 """
 
 import argparse
+import gc
 import sys
 import time
 import tracemalloc
@@ -143,6 +144,8 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
     (ledger, quota), vgpu_mib, vgpu_peak = traced(lambda: build_vgpu_state(cluster, size))
     hami, hami_mib, hami_peak = traced(lambda: build_hami_state(cluster))
     decode_seconds = min(_decode_all(cluster) for _ in range(3))
+    gc.collect()
+    gc.freeze()  # as the scheduler does once synced: collections skip the state built so far
 
     nodes = ledger.nodes()
     views_seconds = _median_of(5, lambda: [ledger.view(n) for n in nodes])
@@ -328,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         calls = args.calls or size.calls
         print(f"measuring {size.label} ({calls} filter calls)...", file=sys.stderr)
         row = measure(size, calls)
+        gc.unfreeze()  # let this size's state go before the next is built
         rows.append(row)
         if row["decisions_differing"]:
             print(

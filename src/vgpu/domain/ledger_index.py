@@ -11,7 +11,6 @@ of a full cluster (kube-scheduler retrying a pod that fits nowhere) costs a look
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
@@ -35,7 +34,7 @@ class LedgerIndex:
         self._summaries: dict[str, NodeSummary] = {}
         self._order = FullnessOrder()
         self._rejected: dict[str, dict[int, NodeRejection]] = {}
-        self._shapes: dict[tuple[PodPlan, Budget], int] = {}
+        self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
 
     def update(
@@ -124,7 +123,15 @@ class LedgerIndex:
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
         """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
-        key = (replace(plan, key="", namespace=""), budget)
+        key = (
+            plan.containers,
+            plan.requests,
+            plan.init_count,
+            plan.selector,
+            plan.policies,
+            plan.vendor,
+            budget,
+        )
         shape = self._shapes.get(key)
         if shape is None:
             if len(self._shapes) >= _SHAPES_KEPT:
