@@ -34,6 +34,8 @@ class NodeSummary:
     unused_cards: int  # open and no slice taken (what exclusive and mutex pods need)
     most_free_memory: int  # on any open card
     most_free_cores: int  # on any open card
+    open: tuple[tuple[int, int, bool, int], ...]  # per open card: free memory, free cores,
+    # unused, card memory (for the few nodes the numbers above do not rule out)
 
 
 IDLE = Usage()
@@ -44,6 +46,7 @@ def summarize(
 ) -> NodeSummary:
     slices = cores = memory = used_slices = used_cores = used_memory = 0
     open_cards = unused_cards = most_free_memory = most_free_cores = 0
+    free = []
     for device in devices:
         used = usage.get(device.uuid, IDLE)
         slices += device.count
@@ -58,6 +61,14 @@ def summarize(
         unused_cards += used.slices == 0
         most_free_memory = max(most_free_memory, device.memory - used.memory)
         most_free_cores = max(most_free_cores, device.cores - used.cores)
+        free.append(
+            (
+                device.memory - used.memory,
+                device.cores - used.cores,
+                used.slices == 0,
+                device.memory,
+            )
+        )
     cards = [d.memory for d in devices] or [0]
     return NodeSummary(
         Capacity(slices, cores, memory, min(cards), max(cards)),
@@ -66,6 +77,7 @@ def summarize(
         unused_cards,
         most_free_memory,
         most_free_cores,
+        tuple(free),
     )
 
 
@@ -85,14 +97,19 @@ class PodNeeds:
         return cls(init + app, init, app, plan.policies.idle_only)
 
     def may_fit(self, node: NodeSummary) -> bool:
-        """False only when no choice of cards on the node can hold every container."""
+        """False only when no choice of cards on the node can hold every container.
+
+        Each container on its own, so a True may still be a node the pod does not fit.
+        """
         for request in self.requests:
-            cards = node.unused_cards if self.exclusive or request.cores >= 100 else node.open_cards
+            unused_only = self.exclusive or request.cores >= 100
+            cards = node.unused_cards if unused_only else node.open_cards
             memory = request.memory or node.capacity.smallest_card * request.memory_percent // 100
             if (
                 request.count > cards
                 or memory > node.most_free_memory
                 or request.cores > node.most_free_cores
+                or _roomy_cards(node, request, unused_only) < request.count
             ):
                 return False
         return True
@@ -114,6 +131,18 @@ class PodNeeds:
                 max(memory, alone[2]),
             )
         return -fullness_of(slices, capacity.slices, cores, capacity.cores, memory, capacity.memory)
+
+
+def _roomy_cards(node: NodeSummary, request: ContainerRequest, unused_only: bool) -> int:
+    """Open cards with room for one slice of `request`."""
+    cores, memory, percent = request.cores, request.memory, request.memory_percent
+    return sum(
+        1
+        for free_memory, free_cores, unused, card_memory in node.open
+        if (unused or not unused_only)
+        and free_cores >= cores
+        and free_memory >= (memory or card_memory * percent // 100)
+    )
 
 
 def _total(requests: tuple[ContainerRequest, ...], card_memory: int) -> tuple[int, int, int]:
