@@ -44,7 +44,7 @@ def test_bad_text_is_reported_with_its_source(text: str, wording: str) -> None:
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="fake cluster file .*missing.json"):
+    with pytest.raises(ConfigError, match=r"fake cluster file .*missing\.json"):
         read_mapping(tmp_path / "missing.json", "fake cluster file")
 
 
