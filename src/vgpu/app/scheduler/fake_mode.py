@@ -1,4 +1,4 @@
-"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML.
+"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML or JSON.
 
 The file (every section optional)::
 
@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError, explain
+from vgpu.app.mapping_file import read_mapping
 from vgpu.app.scheduler.trust import grant_claim
-from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -90,10 +90,10 @@ class FakeClusterFile(_Model):
 
 
 def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
-    """A FakeCluster filled from the YAML file; FakeClusterError says what is wrong where."""
+    """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
     what = "fake cluster file"
     try:
-        spec = FakeClusterFile.model_validate(read_yaml_mapping(path, what))
+        spec = FakeClusterFile.model_validate(read_mapping(path, what))
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
