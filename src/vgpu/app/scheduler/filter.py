@@ -56,8 +56,7 @@ class FilterVerb:
             previous = state.reservation(plan.key)
             if state.release(plan.key, revoke=True):
                 log.info("pod %s is scheduled again: its earlier reservation is released", plan.key)
-            views, broken = state.views(names)
-            decision = decide(plan, views, state.budget(plan.namespace))
+            decision, broken = state.decide(plan, names)
             if isinstance(decision, Placement):
                 annotations, labels = grant_annotations(
                     pod, decision.node, decision.grants, now, ctx.vendor, ctx.trust
@@ -106,9 +105,10 @@ class FilterVerb:
     def list_all(self, pod: Pod, plan: PodPlan, names: Sequence[str]) -> FilterResult:
         """Combined-scores mode: every node that can take the pod; nothing is written."""
         state = self._ctx.state
-        views, broken = state.views(names, exclude_pod=plan.key)
-        budget = state.budget(plan.namespace, plan.key, plan.init_count)
-        decision = decide(plan, views, budget)
+        with state.locked():  # the views share the ledger's usage
+            views, broken = state.views(names, exclude_pod=plan.key)
+            budget = state.budget(plan.namespace, plan.key, plan.init_count)
+            decision = decide(plan, views, budget)
         failed = failed_nodes(broken, decision)
         if isinstance(decision, NoPlacement):
             return self.no_placement(pod, names, decision, failed)

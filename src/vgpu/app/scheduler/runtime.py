@@ -9,6 +9,7 @@ grants off the pods (durably, retrying until the write lands). The key ring is r
 again, so grants signed with a key this replica had not seen yet are counted from then on.
 """
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -115,6 +116,9 @@ class SchedulerRuntime:
         if self._keys is not None:
             self._keys.ensure()
         self._follower.rebuild(self._cluster)
+        # the rebuilt ledger lives as long as the process: keep full collections from walking it
+        gc.collect()
+        gc.freeze()
         self._state.mark_synced()
 
     def sweep_now(self) -> int:

@@ -169,12 +169,13 @@ class SchedulerService:
         if plan is None:
             return PrioritizeResult([(n, 0) for n in names])
         state = self._ctx.state
-        if nodes is not None:
-            views, _, _ = views_from_objects(self._ctx, nodes)
-        else:
-            views, _ = state.views(names, exclude_pod=plan.key)
-        budget = state.budget(plan.namespace, plan.key, plan.init_count)
-        decision = decide(plan, views, budget)
+        with state.locked():  # the views share the ledger's usage
+            if nodes is not None:
+                views, _, _ = views_from_objects(self._ctx, nodes)
+            else:
+                views, _ = state.views(names, exclude_pod=plan.key)
+            budget = state.budget(plan.namespace, plan.key, plan.init_count)
+            decision = decide(plan, views, budget)
         scores = {}
         if isinstance(decision, Placement):
             scores = {s.node: s.extender_score for s in decision.scores}

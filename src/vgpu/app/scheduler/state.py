@@ -15,10 +15,12 @@ from dataclasses import dataclass, replace
 
 from vgpu.domain import (
     Budget,
+    Decision,
     Ledger,
     NodeRejection,
     NodeView,
     PodGrants,
+    PodPlan,
     QuotaBook,
     QuotaLimits,
     Reason,
@@ -63,7 +65,7 @@ class SchedulerState:
         self._reservations: dict[str, Reservation] = {}
         self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
-        self._synced = False
+        self._synced = threading.Event()  # read by /readyz on the event loop: no lock
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -73,12 +75,10 @@ class SchedulerState:
     # readiness -------------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
-        with self._lock:
-            return self._synced
+        return self._synced.is_set()
 
     def mark_synced(self) -> None:
-        with self._lock:
-            self._synced = True
+        self._synced.set()
 
     # nodes -----------------------------------------------------------------------------------
     def node_problem(self, node: str) -> str | None:
@@ -99,28 +99,33 @@ class SchedulerState:
     ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
         """Candidate nodes as `decide` wants them, and rejections for nodes known to be broken.
 
-        `exclude_pod` leaves that pod's own grant out of the usage (re-scoring a pod that
-        already holds a reservation must not count it against itself).
+        The views share the ledger's usage (no copies): decide on them while holding
+        `locked()`. `exclude_pod` leaves that pod's own grant out of the usage (re-scoring a
+        pod that already holds a reservation must not count it against itself).
         """
         with self._lock:
-            views: list[NodeView] = []
-            broken: dict[str, NodeRejection] = {}
-            own = self.ledger.allocation(exclude_pod) if exclude_pod else None
-            for name in dict.fromkeys(names):
-                problem = self._problems.get(name)
-                if problem is not None:
-                    broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
-                    continue
-                view = self.ledger.view(name)
-                if own is not None and own.node == name:
-                    usage = dict(view.usage)
-                    for uuid, amount in own.footprint.items():
-                        usage[uuid] = usage.get(uuid, Usage()) - amount
-                    view = replace(view, usage=usage)
-                else:
-                    view = replace(view, usage=dict(view.usage))
-                views.append(view)
-            return views, broken
+            candidates, broken = self._candidates(names)
+            return [self.ledger.view(name, exclude_pod) for name in candidates], broken
+
+    def decide(
+        self, plan: PodPlan, names: Iterable[str]
+    ) -> tuple[Decision, dict[str, NodeRejection]]:
+        """The pod's placement among `names` through the ledger's index (the best node only),
+        and rejections for nodes known to be broken. Hold `locked()` to record it atomically."""
+        with self._lock:
+            candidates, broken = self._candidates(names)
+            return self.ledger.decide(plan, candidates, self.budget(plan.namespace)), broken
+
+    def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
+        candidates: list[str] = []
+        broken: dict[str, NodeRejection] = {}
+        for name in dict.fromkeys(names):
+            problem = self._problems.get(name)
+            if problem is None:
+                candidates.append(name)
+            else:
+                broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
+        return candidates, broken
 
     def usage_view(self, name: str) -> NodeView:
         with self._lock:
