@@ -21,6 +21,7 @@ from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.preempt import Preempter
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
@@ -161,8 +162,18 @@ class SchedulerContainer(containers.DeclarativeContainer):
     webhook_app = providers.Singleton(
         http.webhook_app, service, metrics, runtime.provided.readiness
     )
+    preempter = providers.Singleton(
+        Preempter,
+        state=state,
+        scheduling=providers.Callable(lambda c: c.scheduling(), config),
+        pods_on=backend.provided.port.list_pods,
+    )
     extender_app = providers.Singleton(
-        http.extender_app, service, metrics, config.provided.extender.workers
+        http.extender_app,
+        service,
+        metrics,
+        config.provided.extender.workers,
+        preempter=preempter,
     )
     metrics_app = providers.Singleton(http.metrics_app, metrics)
     webhook_tls = providers.Singleton(build_webhook_tls, config)

@@ -1,7 +1,8 @@
 """The HTTP face of the scheduler, as three ASGI apps, one per listener.
 
 - `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
-- `extender_app`: `POST /filter`, `/prioritize`, `/bind` for kube-scheduler, and `/healthz`.
+- `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
+  preempter) for kube-scheduler, and `/healthz`.
 - `metrics_app`: `GET /metrics` for Prometheus.
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
@@ -26,6 +27,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
+from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.app.scheduler.wire import (
     BODY_LIMIT,
@@ -33,11 +35,13 @@ from vgpu.app.scheduler.wire import (
     BindingArgs,
     BodyError,
     ExtenderArgs,
+    PreemptionArgs,
     admission_reply,
     bind_reply,
     decode,
     filter_error,
     filter_reply,
+    preempt_reply,
     prioritize_reply,
     review_identity,
 )
@@ -76,6 +80,14 @@ class Extender(Protocol):
     def bind(self, namespace: str, name: str, uid: str, node: str) -> str: ...
 
 
+class Preemption(Protocol):
+    """What the preempt verb needs of the scheduler."""
+
+    def preempt(
+        self, manifest: Mapping[str, Any], proposals: Mapping[str, NodeVictims]
+    ) -> PreemptResult: ...
+
+
 def webhook_app(
     service: Admitter, metrics: SchedulerMetrics, readiness: Readiness, workers: int = 4
 ) -> FastAPI:
@@ -110,9 +122,14 @@ def webhook_app(
     return app
 
 
-def extender_app(service: Extender, metrics: SchedulerMetrics, workers: int = 8) -> FastAPI:
-    """`POST /filter`, `/prioritize`, `/bind` and `GET /healthz`; verbs run on `workers`
-    threads of the app's own pool."""
+def extender_app(
+    service: Extender,
+    metrics: SchedulerMetrics,
+    workers: int = 8,
+    preempter: Preemption | None = None,
+) -> FastAPI:
+    """`POST /filter`, `/prioritize`, `/bind`, `/preempt` (with a `preempter`) and
+    `GET /healthz`; verbs run on `workers` threads of the app's own pool."""
     app, pool = _app("extender", workers)
     _health(app, None)
 
@@ -156,7 +173,32 @@ def extender_app(service: Extender, metrics: SchedulerMetrics, workers: int = 8)
         _observe(metrics, "bind", "error" if error else "bound", started)
         return JSONResponse(bind_reply(error))
 
+    if preempter is not None:
+        _preempt_route(app, preempter, metrics, pool)
     return app
+
+
+def _preempt_route(
+    app: FastAPI, preempter: Preemption, metrics: SchedulerMetrics, pool: ThreadPoolExecutor
+) -> None:
+    """`POST /preempt`. ExtenderPreemptionResult has no error field: a request that cannot be
+    answered gets HTTP 400 with `{"Error": ...}`, which kube-scheduler reports as an error."""
+
+    def preempted(args: PreemptionArgs) -> PreemptResult:
+        return preempter.preempt(args.Pod, args.proposals())
+
+    @app.post("/preempt")
+    async def preempt(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        result, failure = await _verb("preempt", request, PreemptionArgs, preempted, pool)
+        if result is not None and result.error:
+            log.warning("preempt: %s", result.error)
+            failure = result.error
+        if result is None or failure:
+            _observe(metrics, "preempt", "error", started)
+            return JSONResponse({"Error": failure}, status_code=400)
+        _observe(metrics, "preempt", "kept" if result.nodes else "none", started)
+        return JSONResponse(preempt_reply(result))
 
 
 def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
