@@ -1,0 +1,48 @@
+"""Explain one pod against a cluster: read nodes, quotas and pods into the scheduler's state the
+way the scheduler does (`ClusterFollower.rebuild`), then ask the domain. Reads only."""
+
+import time
+
+from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.domain import Pod, SchedulingConfig, plan_pod
+from vgpu.domain.explain import Explanation, explain
+from vgpu.domain.preemption import Victim
+from vgpu.domain.quota import pod_charge
+from vgpu.ports.cluster import ClusterPort
+
+
+class NotAGpuPod(ValueError):
+    """The pod asks for no GPU of the configured vendor: there is nothing to explain."""
+
+
+def explain_in_cluster(
+    cluster: ClusterPort, pod: Pod, scheduling: SchedulingConfig, memory_factor: int = 1
+) -> Explanation:
+    """Why `pod` does or does not fit the cluster now. Raises DomainError for a pod whose GPU
+    request cannot be read and NotAGpuPod for a pod without one."""
+    plan = plan_pod(pod, scheduling)
+    if plan is None:
+        raise NotAGpuPod(f"pod {pod.key} asks for no {scheduling.vendor.count_resource}")
+    state = SchedulerState()
+    ClusterFollower(state, scheduling.vendor, memory_factor, time.time).rebuild(cluster)
+    names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
+    views, broken = state.views(names, exclude_pod=plan.key)
+    budget = state.budget(plan.namespace, plan.key, plan.init_count)
+    pods = {p.key: p for p in cluster.list_pods()}
+    holders = []
+    for allocation in state.ledger.pods():
+        if allocation.pod == plan.key:
+            continue
+        running = pods.get(allocation.pod)
+        init_count = running.init_count if running is not None else 0
+        namespace = allocation.pod.partition("/")[0]
+        victim = Victim(
+            allocation.pod,
+            namespace,
+            running.priority if running is not None else 0,
+            dict(allocation.footprint),
+            pod_charge(allocation.grants, init_count),
+        )
+        holders.append((allocation.node, victim))
+    return explain(plan, views, budget, broken, holders)
