@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vgpu.domain.decision import Placement, decide
+from vgpu.domain.decision import Decision, Placement, decide
 from vgpu.domain.device import Device
 from vgpu.domain.fit import NodeView, PodPlan
 from vgpu.domain.grant import PodGrants
@@ -138,11 +138,14 @@ def explain(
     holders: Sequence[tuple[str, Victim]] = (),
     *,
     suggest: bool = True,
+    decision: Decision | None = None,
 ) -> Explanation:
-    """The explanation of `decide(plan, nodes, budget)`. `broken` are nodes known to be
-    unusable (a malformed annotation); `holders` are the running pods as (node, victim) with
-    their footprint on that node, used to name pods worth waiting for."""
-    decision = decide(plan, nodes, budget)
+    """The explanation of `decide(plan, nodes, budget)` (pass `decision` when it is at hand).
+    `broken` are nodes known to be unusable (a malformed annotation); `holders` are the running
+    pods as (node, victim) with their footprint on that node, used to name pods worth waiting
+    for. Without `suggest` no change is searched for: one pass over the rejections."""
+    if decision is None:
+        decision = decide(plan, nodes, budget)
     rejections = {**decision.rejections, **(broken or {})}
     views = {n.name: n for n in nodes}
     verdicts = [_verdict(r, views.get(name), budget) for name, r in sorted(rejections.items())]

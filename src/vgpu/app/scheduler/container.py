@@ -14,6 +14,7 @@ from typing import Any, cast
 from dependency_injector import containers, providers
 from fastapi import FastAPI
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
@@ -175,7 +176,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
         config.provided.extender.workers,
         preempter=preempter,
     )
-    metrics_app = providers.Singleton(http.metrics_app, metrics)
+    explanations = providers.Singleton(ExplanationStore)
+    metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
     webhook_tls = providers.Singleton(build_webhook_tls, config)
     extender_tls = providers.Singleton(build_extender_tls, config)
     listeners = providers.Singleton(

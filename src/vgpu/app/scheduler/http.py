@@ -3,7 +3,8 @@
 - `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
 - `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
   preempter) for kube-scheduler, and `/healthz`.
-- `metrics_app`: `GET /metrics` for Prometheus.
+- `metrics_app`: `GET /metrics` for Prometheus, and (given a store) `GET /explain/<ns>/<name>`:
+  the scheduler's last decision on a pod, explained (read-only).
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
@@ -26,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
@@ -201,8 +203,9 @@ def _preempt_route(
         return JSONResponse(preempt_reply(result))
 
 
-def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
-    """`GET /metrics` only. Rendering reads the state under its lock, so it runs on a thread."""
+def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
+    """`GET /metrics`, and `GET /explain/<namespace>/<name>` with a store. Both do their work
+    on a thread: rendering reads the state under its lock, explaining searches for changes."""
     app, pool = _app("metrics", 1)
 
     @app.get("/metrics")
@@ -210,7 +213,20 @@ def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
         text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
+    if explanations is not None:
+        _explain_route(app, explanations, pool)
     return app
+
+
+def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
+    @app.get("/explain/{namespace}/{name}")
+    async def explain(namespace: str, name: str) -> JSONResponse:
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(pool, store.explanation, namespace, name)
+        if found is None:
+            why = f"no scheduling decision on pod {namespace}/{name} is remembered"
+            return JSONResponse({"error": why}, status_code=404)
+        return JSONResponse(found.to_dict())
 
 
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
