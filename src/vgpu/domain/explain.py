@@ -72,7 +72,7 @@ class Explanation:
         return self.placement is not None
 
     def short_form(self) -> str:
-        """One line for an Event: the closest node of the largest group and what it lacks."""
+        """One line for an Event: the node that came closest and what it lacks."""
         if self.placement is not None or not self.groups:
             return self.summary
         closest = min((g.closest for g in self.groups), key=lambda v: (v.short, v.node))

@@ -3,11 +3,12 @@
 from itertools import chain, combinations
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.domain.builders import card, container, pod
-from vgpu.domain import NodeView, SchedulingConfig, Usage, plan_pod
+from vgpu.domain import DomainError, NodeView, SchedulingConfig, Usage, plan_pod
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.preemption import Victim, choose_victims, fits_without
 from vgpu.domain.quota import UNLIMITED, Budget
@@ -217,3 +218,13 @@ def test_the_choice_is_optimal_against_brute_force(
         assert chosen is not None
         assert fits_without(waiting, view, budget, chosen)
         assert rank_of(chosen) == expected
+
+
+def test_a_pods_priority_is_read_from_its_spec() -> None:
+    assert pod(container(gpu=1), priority=1000).priority == 1000
+    assert pod(container(gpu=1)).priority == 0
+
+
+def test_a_priority_that_is_not_an_integer_is_refused_by_name() -> None:
+    with pytest.raises(DomainError, match=r"spec\.priority must be an integer"):
+        pod(container(gpu=1), priority="high")
