@@ -90,3 +90,8 @@ def test_a_bad_request_names_the_field() -> None:
     _, preempter = setup()
     result = preempter.preempt(manifest("bad", gpu=1, gpumem="lots"), {})
     assert "nvidia.com/gpumem" in result.error
+
+
+def test_a_node_sent_without_victims_is_left_out() -> None:
+    _, preempter = setup(holder("a", A40_UUIDS[0], 1000))
+    assert preempter.preempt(waiting(1000), {"node1": by_uid()}).nodes == {}

@@ -5,7 +5,8 @@ candidate node this use case keeps the cheapest subset of the proposed victims w
 once released, let the pod fit on that node under its policies and quota (`choose_victims`),
 and drops the node when no subset helps. Victims that hold no GPU grant of ours on the node
 were chosen by kube-scheduler for its own resources, which only it can judge: they are kept.
-When the pod already fits the node's GPUs, the proposal is returned unchanged. Nothing is
+When the pod already fits the node's GPUs, the proposal is returned unchanged. A node is never
+answered without victims (kube-scheduler takes that for an extender error). Nothing is
 written: kube-scheduler evicts, and the pod is filtered again afterwards.
 """
 
@@ -91,11 +92,14 @@ class Preempter:
         if chosen is None:
             return None
         if not chosen:
-            return proposal
-        going = {v.key for v in chosen}
-        victims = tuple(
-            p for p in proposal.victims if p.uid not in holders or holders[p.uid].key in going
-        )
+            victims = proposal.victims
+        else:
+            going = {v.key for v in chosen}
+            victims = tuple(
+                p for p in proposal.victims if p.uid not in holders or holders[p.uid].key in going
+            )
+        if not victims:  # kube-scheduler takes a node without victims for an extender error
+            return None
         return NodeVictims(victims, proposal.pdb_violations)
 
     def _resolve(self, node: str, victims: Sequence[Proposed]) -> list[tuple[Proposed, Pod | None]]:
