@@ -28,6 +28,7 @@ COMMANDS = {
         "run the per-node device plugin (kubelet gRPC + node registration)",
     ),
     "monitor": ("vgpu.app.monitor.cli", "serve per-container GPU usage from HAMi-core's regions"),
+    "explain": ("vgpu.app.explain.cli", "say why a GPU pod is Pending and what would make it fit"),
 }
 
 

@@ -30,10 +30,12 @@ It serves three listeners:
                       HAMi's pod annotations (nodeCacheCapable: true)
     POST /prioritize  scores candidate nodes 0..10 (for combined scoring, see docs/scheduler.md)
     POST /bind        node lock, hami.io/bind-phase=allocating, then the Binding
+    POST /preempt     keeps the proposed victims whose GPU slices must go (preemptVerb)
     GET  /healthz
     Off loopback it needs mutual TLS: extender.tls_cert, extender.tls_key, extender.client_ca.
   metrics (--metrics-listen, default 0.0.0.0:9395):
     GET  /metrics     Prometheus
+    GET  /explain/NAMESPACE/NAME   the last decision on a pod, explained (JSON)
 SIGHUP reads the webhook's certificate and key files again (new handshakes use them).
 """
 

@@ -15,6 +15,7 @@ from dependency_injector import containers, providers
 from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
@@ -25,6 +26,7 @@ from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.preempt import Preempter
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
@@ -170,6 +172,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         key_refresh=config.provided.signing.refresh_period,
     )
     events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
+    explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
     service = providers.Singleton(
         SchedulerService,
         cluster=backend.provided.port,
@@ -181,15 +184,26 @@ class SchedulerContainer(containers.DeclarativeContainer):
         clock=clock,
         remember_pod=backend.provided.remember_pod,
         events=events,
+        explanations=explanations,
     )
     metrics = providers.Singleton(build_metrics, state, vendor, runtime.provided.is_leader, events)
     webhook_app = providers.Singleton(
         http.webhook_app, service, metrics, runtime.provided.readiness
     )
-    extender_app = providers.Singleton(
-        http.extender_app, service, metrics, config.provided.extender.workers
+    preempter = providers.Singleton(
+        Preempter,
+        state=state,
+        scheduling=providers.Callable(lambda c: c.scheduling(), config),
+        pods_on=backend.provided.port.list_pods,
     )
-    metrics_app = providers.Singleton(http.metrics_app, metrics)
+    extender_app = providers.Singleton(
+        http.extender_app,
+        service,
+        metrics,
+        config.provided.extender.workers,
+        preempter=preempter,
+    )
+    metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
     webhook_tls = providers.Singleton(build_webhook_tls, config)
     extender_tls = providers.Singleton(build_extender_tls, config)
     listeners = providers.Singleton(

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.grants import PodWriter
@@ -37,6 +38,7 @@ class VerbContext:
     fence: Fence
     pod_locks: PodLocks
     clock: Callable[[], float]
+    explanations: ExplanationStore | None = None
 
     @property
     def vendor(self) -> Vendor:

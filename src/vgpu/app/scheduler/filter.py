@@ -15,6 +15,7 @@ from typing import Any
 from vgpu.app.scheduler.context import VerbContext
 from vgpu.app.scheduler.grants import Outcome, grant_annotations, written_identity
 from vgpu.domain import (
+    Budget,
     DomainError,
     NodeRejection,
     NodeView,
@@ -57,6 +58,7 @@ class FilterVerb:
             if state.release(plan.key, revoke=True):
                 log.info("pod %s is scheduled again: its earlier reservation is released", plan.key)
             decision, broken = state.decide(plan, names)
+            self._remember(plan, names, state.budget(plan.namespace))
             if isinstance(decision, Placement):
                 annotations, labels = grant_annotations(
                     pod, decision.node, decision.grants, now, ctx.vendor, ctx.trust
@@ -109,6 +111,7 @@ class FilterVerb:
             views, broken = state.views(names, exclude_pod=plan.key)
             budget = state.budget(plan.namespace, plan.key, plan.init_count)
             decision = decide(plan, views, budget)
+        self._remember(plan, names, budget)
         failed = failed_nodes(broken, decision)
         if isinstance(decision, NoPlacement):
             return self.no_placement(pod, names, decision, failed)
@@ -116,11 +119,17 @@ class FilterVerb:
         self._ctx.event(pod, FILTERING_SUCCEED, f"{len(feasible)} nodes can take the pod")
         return FilterResult(node_names=feasible, failed=failed)
 
+    def _remember(self, plan: PodPlan, names: Sequence[str], budget: Budget) -> None:
+        if self._ctx.explanations is not None:
+            self._ctx.explanations.record(plan, names, budget)
+
     def no_placement(
         self, pod: Pod, names: Sequence[str], decision: NoPlacement, failed: dict[str, str]
     ) -> FilterResult:
         if names:
             message = decision.message + "; " + "; ".join(f"{n}: {r}" for n, r in failed.items())
+            if self._ctx.explanations is not None:
+                message = f"`vgpu explain {pod.key}` says what would make it fit. {message}"
         else:
             message = "no candidate nodes were sent"
         log.info("pod %s not placed: %s", pod.key, message)

@@ -1,8 +1,10 @@
 """The HTTP face of the scheduler, as three ASGI apps, one per listener.
 
 - `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
-- `extender_app`: `POST /filter`, `/prioritize`, `/bind` for kube-scheduler, and `/healthz`.
-- `metrics_app`: `GET /metrics` for Prometheus.
+- `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
+  preempter) for kube-scheduler, and `/healthz`.
+- `metrics_app`: `GET /metrics` for Prometheus, and (given a store) `GET /explain/<ns>/<name>`:
+  the scheduler's last decision on a pod, explained (read-only).
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
@@ -25,7 +27,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
+from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.app.scheduler.wire import (
     BODY_LIMIT,
@@ -33,11 +37,13 @@ from vgpu.app.scheduler.wire import (
     BindingArgs,
     BodyError,
     ExtenderArgs,
+    PreemptionArgs,
     admission_reply,
     bind_reply,
     decode,
     filter_error,
     filter_reply,
+    preempt_reply,
     prioritize_reply,
     review_identity,
 )
@@ -76,6 +82,14 @@ class Extender(Protocol):
     def bind(self, namespace: str, name: str, uid: str, node: str) -> str: ...
 
 
+class Preemption(Protocol):
+    """What the preempt verb needs of the scheduler."""
+
+    def preempt(
+        self, manifest: Mapping[str, Any], proposals: Mapping[str, NodeVictims]
+    ) -> PreemptResult: ...
+
+
 def webhook_app(
     service: Admitter, metrics: SchedulerMetrics, readiness: Readiness, workers: int = 4
 ) -> FastAPI:
@@ -110,9 +124,14 @@ def webhook_app(
     return app
 
 
-def extender_app(service: Extender, metrics: SchedulerMetrics, workers: int = 8) -> FastAPI:
-    """`POST /filter`, `/prioritize`, `/bind` and `GET /healthz`; verbs run on `workers`
-    threads of the app's own pool."""
+def extender_app(
+    service: Extender,
+    metrics: SchedulerMetrics,
+    workers: int = 8,
+    preempter: Preemption | None = None,
+) -> FastAPI:
+    """`POST /filter`, `/prioritize`, `/bind`, `/preempt` (with a `preempter`) and
+    `GET /healthz`; verbs run on `workers` threads of the app's own pool."""
     app, pool = _app("extender", workers)
     _health(app, None)
 
@@ -156,11 +175,37 @@ def extender_app(service: Extender, metrics: SchedulerMetrics, workers: int = 8)
         _observe(metrics, "bind", "error" if error else "bound", started)
         return JSONResponse(bind_reply(error))
 
+    if preempter is not None:
+        _preempt_route(app, preempter, metrics, pool)
     return app
 
 
-def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
-    """`GET /metrics` only. Rendering reads the state under its lock, so it runs on a thread."""
+def _preempt_route(
+    app: FastAPI, preempter: Preemption, metrics: SchedulerMetrics, pool: ThreadPoolExecutor
+) -> None:
+    """`POST /preempt`. ExtenderPreemptionResult has no error field: a request that cannot be
+    answered gets HTTP 400 with `{"Error": ...}`, which kube-scheduler reports as an error."""
+
+    def preempted(args: PreemptionArgs) -> PreemptResult:
+        return preempter.preempt(args.Pod, args.proposals())
+
+    @app.post("/preempt")
+    async def preempt(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        result, failure = await _verb("preempt", request, PreemptionArgs, preempted, pool)
+        if result is not None and result.error:
+            log.warning("preempt: %s", result.error)
+            failure = result.error
+        if result is None or failure:
+            _observe(metrics, "preempt", "error", started)
+            return JSONResponse({"Error": failure}, status_code=400)
+        _observe(metrics, "preempt", "kept" if result.nodes else "none", started)
+        return JSONResponse(preempt_reply(result))
+
+
+def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
+    """`GET /metrics`, and `GET /explain/<namespace>/<name>` with a store. Both do their work
+    on a thread: rendering reads the state under its lock, explaining searches for changes."""
     app, pool = _app("metrics", 1)
 
     @app.get("/metrics")
@@ -168,7 +213,20 @@ def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
         text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
+    if explanations is not None:
+        _explain_route(app, explanations, pool)
     return app
+
+
+def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
+    @app.get("/explain/{namespace}/{name}")
+    async def explain(namespace: str, name: str) -> JSONResponse:
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(pool, store.explanation, namespace, name)
+        if found is None:
+            why = f"no scheduling decision on pod {namespace}/{name} is remembered"
+            return JSONResponse({"error": why}, status_code=404)
+        return JSONResponse(found.to_dict())
 
 
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.bind import BindVerb
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.context import VerbContext
@@ -80,6 +81,7 @@ class SchedulerService:
         clock: Callable[[], float] = time.time,
         remember_pod: Callable[[Pod], None] | None = None,
         events: PodEvents | None = None,
+        explanations: ExplanationStore | None = None,
     ) -> None:
         scheduling = config.scheduling()
         fence = Fence(is_leader)
@@ -95,6 +97,7 @@ class SchedulerService:
             fence=fence,
             pod_locks=PodLocks(),
             clock=clock,
+            explanations=explanations,
         )
         self._admission = config.admission()
         self._remember_pod = remember_pod

@@ -107,6 +107,14 @@ class SchedulerState:
             candidates, broken = self._candidates(names)
             return [self.ledger.view(name, exclude_pod) for name in candidates], broken
 
+    def snapshot_views(
+        self, names: Iterable[str], exclude_pod: str | None = None
+    ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
+        """Like `views`, but each usage is a copy: safe to read after the lock is released."""
+        with self._lock:
+            views, broken = self.views(names, exclude_pod)
+            return [replace(v, usage=dict(v.usage)) for v in views], broken
+
     def decide(
         self, plan: PodPlan, names: Iterable[str]
     ) -> tuple[Decision, dict[str, NodeRejection]]:
