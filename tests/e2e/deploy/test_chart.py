@@ -22,8 +22,7 @@ from tests.e2e.deploy.render import (
 from tests.unit.scheduler.builders import world
 from vgpu.app.cli import COMMANDS, add_log_flags
 from vgpu.app.device_plugin.config import load_config as load_plugin_config
-from vgpu.app.scheduler.certs import WebhookCertsConfig
-from vgpu.app.scheduler.config import load_config
+from vgpu.app.scheduler.config import SchedulerConfig, load_config
 from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 
@@ -43,16 +42,11 @@ def render(variant: str) -> list[dict[str, Any]]:
     return template(*values, set_values=settings)
 
 
-def scheduler_settings(objects: list[dict[str, Any]], tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    """The scheduler's settings file loaded the way `vgpu scheduler --config` loads it.
-
-    `webhook_tls` and `legacy_metrics` belong to this branch's models (certs, metrics) until
-    the integrator adds them to SchedulerConfig."""
-    data = yaml.safe_load(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["scheduler.yaml"])
-    extra = {key: data.pop(key) for key in ("webhook_tls", "legacy_metrics") if key in data}
+def scheduler_settings(objects: list[dict[str, Any]], tmp_path: Path) -> SchedulerConfig:
+    """The scheduler's settings file loaded the way `vgpu scheduler --config` loads it."""
     path = tmp_path / "scheduler.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_config(path, env={}), extra
+    path.write_text(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["scheduler.yaml"])
+    return load_config(path, env={})
 
 
 def routes(app: str) -> set[str]:
@@ -90,13 +84,13 @@ def test_schema_validation_catches_a_misspelt_field() -> None:
 
 def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     objects = render("hami-values")
-    settings, extra = scheduler_settings(objects, tmp_path)
+    settings = scheduler_settings(objects, tmp_path)
     assert settings.scheduler_name == "hami-scheduler"
     assert (settings.node_policy.value, settings.gpu_policy.value) == ("spread", "binpack")
     assert settings.gpu_core_policy == "force"
     assert settings.lock_expiry == 120
-    assert extra["legacy_metrics"] is True
-    assert "webhook_tls" not in extra  # cert-manager makes the certificate
+    assert settings.legacy_metrics is True
+    assert settings.webhook_tls is None  # cert-manager makes the certificate
     deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 3
     assert one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
@@ -134,7 +128,7 @@ def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serv
 ) -> None:
     for combine in (False, True):
         objects = template(set_values=(f"scheduler.combineScores={str(combine).lower()}",))
-        settings, _ = scheduler_settings(objects, tmp_path)
+        settings = scheduler_settings(objects, tmp_path)
         configmap = one(objects, "ConfigMap", "vgpu-scheduler")["data"]
         kube = yaml.safe_load(configmap["config.yaml"])
         assert kube["kind"] == "KubeSchedulerConfiguration"
@@ -155,7 +149,7 @@ def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serv
 
 def test_the_webhook_reaches_the_tls_listener_through_the_service(tmp_path: Path) -> None:
     objects = render("default")
-    settings, extra = scheduler_settings(objects, tmp_path)
+    settings = scheduler_settings(objects, tmp_path)
     [hook] = one(objects, "MutatingWebhookConfiguration")["webhooks"]
     service = one(objects, "Service", "vgpu-scheduler")
     target = hook["clientConfig"]["service"]
@@ -170,7 +164,8 @@ def test_the_webhook_reaches_the_tls_listener_through_the_service(tmp_path: Path
     assert (probe["port"], probe["scheme"]) == ("webhook", "HTTPS")
     assert probe["path"] in routes("webhook")
     assert settings.tls_cert is not None and str(settings.tls_cert.parent) == "/tls"
-    certs = WebhookCertsConfig.model_validate(extra["webhook_tls"])
+    certs = settings.webhook_tls
+    assert certs is not None
     assert (certs.secret_name, certs.webhook_name, certs.service_name) == (
         "vgpu-scheduler-tls", one(objects, "MutatingWebhookConfiguration")["metadata"]["name"],
         "vgpu-scheduler",

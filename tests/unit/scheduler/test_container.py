@@ -3,12 +3,16 @@
 import threading
 from pathlib import Path
 
+import pytest
+from cryptography import x509
 from dependency_injector import providers
 from fastapi.testclient import TestClient
 
 from tests.unit.scheduler.builders import KEYS, a40_node, manifest
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.adapters.fake.webhook_tls import FakeWebhookTLS
+from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.scheduler.config import ExtenderListener, MetricsListener, SchedulerConfig
 from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
 from vgpu.domain import pod_from_manifest
@@ -113,3 +117,28 @@ def test_a_hanging_event_sink_does_not_hold_up_filter_or_bind() -> None:
         ("b", "FilteringSucceed"),
         ("a", "BindingSucceed"),
     ]
+
+
+def test_self_managed_webhook_certificates_are_issued_trusted_and_served(tmp_path: Path) -> None:
+    store = FakeWebhookTLS()
+    certs = WebhookCertsConfig(secret_namespace="vgpu-system", cert_dir=tmp_path)
+    config = SchedulerConfig(
+        webhook_tls=certs, tls_cert=tmp_path / "tls.crt", tls_key=tmp_path / "tls.key"
+    )
+    container = SchedulerContainer(config=config)
+    backend = ClusterBackend(FakeCluster(), FakeGrantKeys(KEYS), webhook_certs=store)
+    container.backend.override(providers.Object(backend))
+
+    tls = container.webhook_tls()
+
+    assert tls is not None and store.ca_bundle is not None  # the webhook trusts our CA
+    served = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "vgpu-scheduler.vgpu-system.svc" in names.get_values_for_type(x509.DNSName)
+    assert container.lifetime().certs is not None  # and they are kept fresh while serving
+
+
+def test_without_self_managed_certificates_the_cluster_is_not_read_for_tls() -> None:
+    container = SchedulerContainer(config=SchedulerConfig())
+    container.backend.override(providers.Callable(pytest.fail, "the backend was built"))
+    assert container.webhook_tls() is None

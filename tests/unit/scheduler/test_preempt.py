@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.unit.scheduler.builders import A40_UUIDS, World, a40_node, manifest, world
+from tests.unit.scheduler.builders import A40_UUIDS, World, a40_node, manifest, signed, world
 from vgpu.app.scheduler.preempt import NodeVictims, Preempter, Proposed
 from vgpu.domain import pod_from_manifest
 
@@ -20,7 +20,7 @@ def holder(name: str, card: str, memory: int, priority: int = 0) -> dict[str, An
         gpumem=memory,
     )
     body["spec"]["priority"] = priority
-    return body
+    return signed(body)
 
 
 def waiting(memory: int, priority: int = 100, **limits: Any) -> dict[str, Any]:

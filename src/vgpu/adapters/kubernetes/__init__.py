@@ -13,10 +13,12 @@ from vgpu.adapters.kubernetes.cluster import KubernetesCluster
 from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_client
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.leader import LeaderElector
+from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 
 __all__ = [
     "ConnectionSettings",
     "KubernetesCluster",
+    "KubernetesWebhookTLS",
     "LeaderElector",
     "SecretGrantKeys",
     "new_api_client",

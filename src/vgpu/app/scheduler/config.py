@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vgpu.app.errors import ConfigError
+from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.settings import ResourceName, VendorWord, load_settings
 from vgpu.domain import (
     AdmissionConfig,
@@ -170,6 +171,8 @@ class SchedulerConfig(_Model):
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     kubeconfig: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    webhook_tls: WebhookCertsConfig | None = None  # self-managed certificates (certs.py)
+    legacy_metrics: bool = False  # HAMi's pre-v2.9 metric names too, as --legacy-metrics
     # grant integrity (issue 8)
     signing: Signing = Field(default_factory=Signing)
     api_request_timeout: float = Field(default=30.0, gt=0)

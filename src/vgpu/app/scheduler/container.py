@@ -5,9 +5,10 @@ Tests and embedders override `backend` (for instance with a FakeCluster) or any 
 """
 
 import ssl
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from fastapi import FastAPI
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler import http
+from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
 from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
@@ -33,9 +35,10 @@ from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
 from vgpu.app.scheduler.trust import GrantTrust
-from vgpu.domain import Pod, Vendor
+from vgpu.domain import Pod
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.keys import GrantKeyPort
+from vgpu.ports.webhook_tls import WebhookTLSPort
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,7 @@ class ClusterBackend:
     lifecycle: Lifecycle | None = None
     leadership: Leadership | None = None
     remember_pod: Callable[[Pod], None] | None = None
+    webhook_certs: WebhookTLSPort | None = None  # where self-managed webhook certificates live
 
 
 def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> ClusterBackend:
@@ -60,8 +64,8 @@ def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> Cl
         return ClusterBackend(cluster, FakeGrantKeys(ring), remember_pod=PodRecorder(cluster))
     from vgpu.app.scheduler.kube import kubernetes_backend  # the client is heavy; load on use
 
-    port, lifecycle, leadership, keys = kubernetes_backend(config)
-    return ClusterBackend(port, keys, lifecycle, leadership)
+    port, lifecycle, leadership, keys, certs = kubernetes_backend(config)
+    return ClusterBackend(port, keys, lifecycle, leadership, webhook_certs=certs)
 
 
 def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | None:
@@ -85,18 +89,45 @@ def build_revoker(
 
 
 def build_metrics(
-    state: SchedulerState, vendor: Vendor, is_leader: Callable[[], bool], events: EventQueue
+    config: SchedulerConfig,
+    state: SchedulerState,
+    is_leader: Callable[[], bool],
+    events: EventQueue,
 ) -> SchedulerMetrics:
-    metrics = SchedulerMetrics(state, vendor, is_leader)
+    metrics = SchedulerMetrics(state, config.vendor(), is_leader, legacy=config.legacy_metrics)
     metrics.registry.register(EventsCollector(events))
     return metrics
 
 
-def build_webhook_tls(config: SchedulerConfig) -> WebhookTls | None:
-    """The webhook's reloadable TLS context, or None for plain HTTP."""
+@dataclass(frozen=True, slots=True)
+class WebhookTlsSetup:
+    """The webhook's TLS context, and the rotator when its certificates are self-managed."""
+
+    tls: WebhookTls | None = None
+    certs: WebhookCerts | None = None
+
+
+def build_webhook_tls(
+    config: SchedulerConfig, backend: Callable[[], ClusterBackend]
+) -> WebhookTlsSetup:
+    """Plain HTTP, the configured files, or self-managed certificates (issued or read from
+    their Secret and written to the files before the context loads them). Only the last
+    needs the cluster: `backend` is called then, so a bad file is reported before anything
+    else is even read."""
+    store = backend().webhook_certs if config.webhook_tls is not None else None
+    if config.webhook_tls is not None and store is not None:
+        tls: WebhookTls | None = None
+
+        def reload(cert: Path, key: Path) -> None:
+            if tls is not None:
+                tls.reload(cert, key)
+
+        certs = WebhookCerts(config.webhook_tls, store, reload)
+        tls = WebhookTls(*certs.ensure())
+        return WebhookTlsSetup(tls, certs)
     if config.tls_cert is None or config.tls_key is None:
-        return None
-    return WebhookTls(config.tls_cert, config.tls_key)
+        return WebhookTlsSetup()
+    return WebhookTlsSetup(WebhookTls(config.tls_cert, config.tls_key))
 
 
 def build_extender_tls(config: SchedulerConfig) -> ssl.SSLContext | None:
@@ -130,12 +161,20 @@ class Lifetime:
 
     runtime: SchedulerRuntime
     events: EventQueue
+    certs: WebhookCerts | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
         self.events.start()
         self.runtime.start()
+        if self.certs is not None:
+            name = "vgpu-webhook-certs"
+            threading.Thread(
+                target=self.certs.run, args=(self._stopping,), name=name, daemon=True
+            ).start()
 
     def stop(self) -> None:
+        self._stopping.set()
         self.runtime.stop()
         self.events.stop()
 
@@ -186,7 +225,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         events=events,
         explanations=explanations,
     )
-    metrics = providers.Singleton(build_metrics, state, vendor, runtime.provided.is_leader, events)
+    metrics = providers.Singleton(build_metrics, config, state, runtime.provided.is_leader, events)
     webhook_app = providers.Singleton(
         http.webhook_app, service, metrics, runtime.provided.readiness
     )
@@ -204,9 +243,10 @@ class SchedulerContainer(containers.DeclarativeContainer):
         preempter=preempter,
     )
     metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
-    webhook_tls = providers.Singleton(build_webhook_tls, config)
+    webhook_tls_setup = providers.Singleton(build_webhook_tls, config, backend.provider)
+    webhook_tls = providers.Callable(lambda setup: setup.tls, webhook_tls_setup)
     extender_tls = providers.Singleton(build_extender_tls, config)
     listeners = providers.Singleton(
         build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls, extender_tls
     )
-    lifetime = providers.Singleton(Lifetime, runtime, events)
+    lifetime = providers.Singleton(Lifetime, runtime, events, webhook_tls_setup.provided.certs)

@@ -5,6 +5,7 @@ import socket
 from vgpu.adapters.kubernetes import (
     ConnectionSettings,
     KubernetesCluster,
+    KubernetesWebhookTLS,
     LeaderElector,
     SecretGrantKeys,
     new_api_client,
@@ -13,11 +14,12 @@ from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.keys import GrantKeyPort
+from vgpu.ports.webhook_tls import WebhookTLSPort
 
 
 def kubernetes_backend(
     config: SchedulerConfig,
-) -> tuple[ClusterPort, Lifecycle, Leadership | None, GrantKeyPort]:
+) -> tuple[ClusterPort, Lifecycle, Leadership | None, GrantKeyPort, WebhookTLSPort | None]:
     """Connect with `config.kubeconfig` (else in-cluster or the default kubeconfig).
 
     Every API call times out after `config.api_timeout()` (below the renew deadline).
@@ -32,9 +34,20 @@ def kubernetes_backend(
     keys = SecretGrantKeys(
         client, config.signing.secret_namespace, config.signing.secret_name, timeout=timeout
     )
+    certs = config.webhook_tls
+    tls_store = (
+        None
+        if certs is None
+        else KubernetesWebhookTLS(
+            client,
+            namespace=certs.secret_namespace,
+            secret_name=certs.secret_name,
+            webhook_name=certs.webhook_name,
+        )
+    )
     election = config.leader_election
     if not election.enabled:
-        return cluster, cluster, None, keys
+        return cluster, cluster, None, keys, tls_store
     elector = LeaderElector(
         client,
         identity=election.identity or socket.gethostname(),
@@ -44,4 +57,4 @@ def kubernetes_backend(
         renew_deadline_s=election.renew_deadline,
         retry_period_s=election.retry_period,
     )
-    return cluster, cluster, elector, keys
+    return cluster, cluster, elector, keys, tls_store

@@ -79,7 +79,7 @@ class Preempter:
         resolved = self._resolve(node, proposal.victims)
         state = self._state
         with state.locked():
-            views, broken = state.views([node], exclude_pod=plan.key)
+            views, broken = state.snapshot_views([node], exclude_pod=plan.key)
             if broken or not views:
                 return None
             budget = state.budget(plan.namespace, plan.key, plan.init_count)
