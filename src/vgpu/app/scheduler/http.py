@@ -23,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
+import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
 from vgpu.app.explain.store import ExplanationStore
@@ -98,7 +99,7 @@ def webhook_app(
     _health(app, readiness)
 
     @app.post("/webhook")
-    async def webhook(request: Request) -> JSONResponse:
+    async def webhook(request: Request) -> Response:
         started = time.perf_counter()
         body = b""
         try:
@@ -119,7 +120,7 @@ def webhook_app(
             )
         allowed = reply["response"]["allowed"]
         _observe(metrics, "webhook", "allowed" if allowed else "denied", started)
-        return JSONResponse(reply)
+        return _json(reply)
 
     return app
 
@@ -141,18 +142,18 @@ def extender_app(
         return reply, "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
 
     @app.post("/filter")
-    async def filter_(request: Request) -> JSONResponse:
+    async def filter_(request: Request) -> Response:
         started = time.perf_counter()
         done, failure = await _verb("filter", request, ExtenderArgs, filtered, pool)
         reply, outcome = done if done is not None else (filter_error(failure), "error")
         _observe(metrics, "filter", outcome, started)
-        return JSONResponse(reply)
+        return _json(reply)
 
     def prioritized(args: ExtenderArgs) -> PrioritizeResult:
         return service.prioritize(args.Pod, args.NodeNames, args.node_objects())
 
     @app.post("/prioritize")
-    async def prioritize(request: Request) -> JSONResponse:
+    async def prioritize(request: Request) -> Response:
         started = time.perf_counter()
         result, failure = await _verb("prioritize", request, ExtenderArgs, prioritized, pool)
         if result is not None and result.error:
@@ -160,20 +161,20 @@ def extender_app(
             failure = result.error
         if result is None or failure:
             _observe(metrics, "prioritize", "error", started)
-            return JSONResponse({"Error": failure}, status_code=400)
+            return _json({"Error": failure}, status_code=400)
         _observe(metrics, "prioritize", "scored", started)
-        return JSONResponse(prioritize_reply(result))
+        return _json(prioritize_reply(result))
 
     def bound(args: BindingArgs) -> str:
         return service.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
 
     @app.post("/bind")
-    async def bind(request: Request) -> JSONResponse:
+    async def bind(request: Request) -> Response:
         started = time.perf_counter()
         result, failure = await _verb("bind", request, BindingArgs, bound, pool)
         error = failure if result is None else result
         _observe(metrics, "bind", "error" if error else "bound", started)
-        return JSONResponse(bind_reply(error))
+        return _json(bind_reply(error))
 
     if preempter is not None:
         _preempt_route(app, preempter, metrics, pool)
@@ -190,7 +191,7 @@ def _preempt_route(
         return preempter.preempt(args.Pod, args.proposals())
 
     @app.post("/preempt")
-    async def preempt(request: Request) -> JSONResponse:
+    async def preempt(request: Request) -> Response:
         started = time.perf_counter()
         result, failure = await _verb("preempt", request, PreemptionArgs, preempted, pool)
         if result is not None and result.error:
@@ -198,9 +199,9 @@ def _preempt_route(
             failure = result.error
         if result is None or failure:
             _observe(metrics, "preempt", "error", started)
-            return JSONResponse({"Error": failure}, status_code=400)
+            return _json({"Error": failure}, status_code=400)
         _observe(metrics, "preempt", "kept" if result.nodes else "none", started)
-        return JSONResponse(preempt_reply(result))
+        return _json(preempt_reply(result))
 
 
 def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
@@ -220,13 +221,13 @@ def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None
 
 def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
     @app.get("/explain/{namespace}/{name}")
-    async def explain(namespace: str, name: str) -> JSONResponse:
+    async def explain(namespace: str, name: str) -> Response:
         loop = asyncio.get_running_loop()
         found = await loop.run_in_executor(pool, store.explanation, namespace, name)
         if found is None:
             why = f"no scheduling decision on pod {namespace}/{name} is remembered"
-            return JSONResponse({"error": why}, status_code=404)
-        return JSONResponse(found.to_dict())
+            return _json({"error": why}, status_code=404)
+        return _json(found.to_dict())
 
 
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
@@ -336,3 +337,9 @@ def _survivors(reply: dict[str, Any]) -> bool:
 def _observe(metrics: SchedulerMetrics, verb: str, outcome: str, started: float) -> None:
     metrics.latency.labels(verb).observe(time.perf_counter() - started)
     metrics.outcomes.labels(verb, outcome).inc()
+
+
+def _json(body: Any, status_code: int = 200) -> Response:
+    """A JSON reply serialised by orjson (several times faster than the standard library on
+    the large filter answers)."""
+    return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")

@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from vgpu.app.errors import explain
@@ -160,13 +161,13 @@ def parse_json(body: bytes) -> Any:
     if not body.strip():
         raise BodyError("empty request body; a JSON object was expected")
     try:
-        data = json.loads(body)
-    except UnicodeDecodeError:
-        raise BodyError("request body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "UTF-8" in exc.msg:
+            raise BodyError("request body is not UTF-8 text") from None
+        if "depth" in exc.msg:
+            raise BodyError("request body is nested too deeply") from None
         raise BodyError(f"request body is not JSON: {exc.msg} at character {exc.pos}") from None
-    except RecursionError:
-        raise BodyError("request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise BodyError(f"request body must be a JSON object, not {type(data).__name__}")
     return data
