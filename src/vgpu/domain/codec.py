@@ -108,11 +108,11 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
             raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
         return value
 
-    def text_field(key: str, default: str) -> str:
-        value = item.get(key, default)
+    def text_field(key: str) -> str:
+        value = item.get(key, "")
         if not isinstance(value, str):
             raise CodecError(annotation, where, f"{key}={value!r} is not a string")
-        return value or default
+        return value
 
     health = item.get("health", False)
     if not isinstance(health, bool):
@@ -123,13 +123,15 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
     return Device(
         uuid=uuid,
         index=number("index"),
-        type=text_field("type", ""),
+        type=text_field("type"),
         count=number("count"),
         memory=number("devmem"),
         cores=number("devcore"),
         numa=max(numa, 0),
         healthy=health,
-        mode=text_field("mode", HAMI_CORE_MODE),
+        # A missing mode stays "" as in HAMi (Go's zero value), so it re-encodes byte for
+        # byte; "" is a substring of every `nvidia.com/vgpu-mode` value, so any pod accepts it.
+        mode=text_field("mode"),
     )
 
 
@@ -158,7 +160,7 @@ def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
                 cores=_csv_int(cores, "devcore", annotation, where),
                 numa=max(_csv_int(numa, "numa", annotation, where, low=_INT32[0]), 0),
                 healthy=health == "true",
-                mode=mode or HAMI_CORE_MODE,
+                mode=mode,
             )
         )
     return devices

@@ -34,7 +34,31 @@ def test_hami_json_register_annotation_round_trips_byte_for_byte() -> None:
 def test_missing_json_keys_read_as_go_zero_values() -> None:
     (device,) = decode_node_devices('[{"id":"GPU-x","count":4,"devmem":100}]')
     assert (device.index, device.cores, device.numa, device.healthy) == (0, 0, 0, False)
-    assert device.mode == "hami-core"
+    assert device.mode == ""  # Go's zero value, as HAMi reads it: suits any pod
+
+
+# HAMi's sample strings with the mode left out (written by plugins that predate `mode`, or by
+# hand): they must decode as mode "" and come back unchanged.
+MODELESS = [
+    '[{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","count":10,"devmem":32768,"devcore":100,'
+    '"type":"NVIDIA-Tesla V100-PCIE-32GB","health":true}]',
+    '[{"id":"GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec","index":1,"count":10,"devmem":32768,'
+    '"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true},'
+    '{"id":"GPU-a","index":2,"count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",'
+    '"mode":"mig","health":true}]',
+]
+
+
+@pytest.mark.parametrize("text", MODELESS)
+def test_a_register_entry_without_mode_round_trips_byte_for_byte(text: str) -> None:
+    devices = decode_node_devices(text)
+    assert devices[0].mode == ""
+    assert encode_node_devices(devices) == text
+
+
+def test_a_nine_field_csv_entry_with_an_empty_mode_keeps_it_empty() -> None:
+    (device,) = decode_node_devices("GPU-a,10,32768,100,NVIDIA-T4,0,true,3,:")
+    assert (device.index, device.mode) == (3, "")
 
 
 def test_legacy_csv_forms_are_read() -> None:
