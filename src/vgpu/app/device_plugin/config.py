@@ -115,6 +115,4 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> DevicePluginConfig:
     """Defaults < file < environment < overrides (None values ignored); ConfigError if bad."""
-    return load_settings(
-        DevicePluginConfig, "device-plugin", path, env, overrides, HAMI_ENV
-    )
+    return load_settings(DevicePluginConfig, "device-plugin", path, env, overrides, HAMI_ENV)
