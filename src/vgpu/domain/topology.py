@@ -23,7 +23,7 @@ from vgpu.domain.errors import CodecError
 
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
 NVLINK_POINTS = 100
-MAX_NVLINKS = 18
+MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS in current drivers (18 before)
 
 PairScores = Mapping[str, Mapping[str, int]]  # uuid -> other uuid -> score
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.topology import GpuLink
 
 
 class GpuUnavailable(RuntimeError):
@@ -33,6 +34,12 @@ class GpuPort(Protocol):
 
     def read_usage(self) -> list[GpuUsage]:
         """Every GPU's used memory and utilisation now; raises GpuUnavailable."""
+        ...
+
+    def read_topology(self) -> list[GpuLink]:
+        """For every ordered pair of GPUs, the PCIe path and NVLinks from the first to the
+        second (contracts.md 13.1); raises GpuUnavailable when any of it cannot be read, as
+        HAMi then publishes no scores at all."""
         ...
 
     def close(self) -> None: ...

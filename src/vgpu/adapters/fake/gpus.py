@@ -14,6 +14,12 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         used_mib: 0       # default 0; memory in use, as `vgpu monitor` reports it
         utilization: 0    # default 0; percent busy (NVML utilization.gpu)
         memory_utilization: 0  # default 0; percent (NVML utilization.memory)
+    links:                # optional: how GPUs connect (read_topology); unlisted pairs are
+      - between: [GPU-a, GPU-b]   # cross-CPU PCIe without NVLink
+        pcie: single-switch       # same-board, single-switch, multi-switch, host-bridge,
+                                  # same-cpu or cross-cpu
+        nvlinks: 4                # default 0; NVLinks from the first GPU to the second
+        nvlinks_back: 4           # default: nvlinks; differ to model an asymmetric pair
 
 A running process notices when the file changes (its mtime, size or inode) and reports each
 GPU whose `healthy` value changed, so tests can break a GPU by rewriting the file. Tests in the
@@ -26,12 +32,13 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.topology import MAX_NVLINKS, GpuLink, PcieLink
 from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
@@ -59,10 +66,22 @@ class _GpuEntry(BaseModel):
     memory_utilization: int = Field(default=0, ge=0, le=100)
 
 
+class _LinkEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    between: list[str] = Field(min_length=2, max_length=2)
+    pcie: Literal[
+        "same-board", "single-switch", "multi-switch", "host-bridge", "same-cpu", "cross-cpu"
+    ]
+    nvlinks: int = Field(default=0, ge=0, le=MAX_NVLINKS)
+    nvlinks_back: int | None = Field(default=None, ge=0, le=MAX_NVLINKS)
+
+
 class _GpuFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     gpus: list[_GpuEntry]
+    links: list[_LinkEntry] = []
 
 
 class _Inventory:
@@ -74,10 +93,12 @@ class _Inventory:
         gpus: list[GpuInfo],
         unhealthy: dict[str, str],
         usage: dict[str, tuple[int, int, int]] | None = None,
+        links: Iterable[GpuLink] = (),
     ) -> None:
         self.gpus = gpus
         self.unhealthy = unhealthy
         self.usage = usage or {}
+        self.links = {(link.source, link.target): link for link in links}
 
 
 def load_fake_gpus(path: Path) -> tuple[list[GpuInfo], dict[str, str]]:
@@ -101,6 +122,7 @@ class FakeGpus:
         gpus: Iterable[GpuInfo] = (),
         unhealthy: Mapping[str, str] | None = None,
         *,
+        links: Iterable[GpuLink] = (),
         path: Path | None = None,
         poll_interval_s: float = 0.1,
     ) -> None:
@@ -110,10 +132,13 @@ class FakeGpus:
         self._stamp: tuple[int, int, int] | None = None
         self._gpus: list[GpuInfo] = []
         self._usage: dict[str, tuple[int, int, int]] = {}
+        self._links: dict[tuple[str, str], GpuLink] = {}
         self._healthy: dict[str, bool] = {}
         self._pending: list[HealthEvent] = []
         self._closed = False
-        self._apply(_Inventory(list(gpus), dict(unhealthy or {})), source="the test set-up")
+        self._apply(
+            _Inventory(list(gpus), dict(unhealthy or {}), links=links), source="the test set-up"
+        )
 
     @classmethod
     def from_file(cls, path: Path, poll_interval_s: float = 0.1) -> "FakeGpus":
@@ -168,6 +193,19 @@ class FakeGpus:
                 )
             return found
 
+    def read_topology(self) -> list[GpuLink]:
+        """Every ordered pair of the GPUs as `links` says; unlisted pairs are cross-CPU PCIe."""
+        with self._cond:
+            if self._closed:
+                raise GpuUnavailable("the fake GPU inventory is closed")
+            self._refresh()
+            return [
+                self._links.get((a.uuid, b.uuid), GpuLink(a.uuid, b.uuid, PcieLink.CROSS_CPU))
+                for a in self._gpus
+                for b in self._gpus
+                if a.uuid != b.uuid
+            ]
+
     def close(self) -> None:
         """Wake any waiter; later waits return nothing."""
         with self._cond:
@@ -211,6 +249,7 @@ class FakeGpus:
             del self._healthy[uuid]
         self._gpus = inventory.gpus
         self._usage = inventory.usage
+        self._links = inventory.links
         for gpu in inventory.gpus:
             self._healthy.setdefault(gpu.uuid, True)
             reason = inventory.unhealthy.get(gpu.uuid)
@@ -293,7 +332,38 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
         if not entry.healthy:
             unhealthy[entry.uuid] = entry.reason
         usage[entry.uuid] = (entry.used_mib, entry.utilization, entry.memory_utilization)
-    return _Inventory(gpus, unhealthy, usage)
+    return _Inventory(gpus, unhealthy, usage, _links(parsed.links, uuids, path))
+
+
+_PCIE = {
+    "same-board": PcieLink.SAME_BOARD,
+    "single-switch": PcieLink.SINGLE_SWITCH,
+    "multi-switch": PcieLink.MULTI_SWITCH,
+    "host-bridge": PcieLink.HOST_BRIDGE,
+    "same-cpu": PcieLink.SAME_CPU,
+    "cross-cpu": PcieLink.CROSS_CPU,
+}
+
+
+def _links(entries: list[_LinkEntry], uuids: Mapping[str, int], path: Path) -> list[GpuLink]:
+    links: list[GpuLink] = []
+    seen: dict[frozenset[str], int] = {}
+    for position, entry in enumerate(entries):
+        where = f"{path}: links[{position}].between"
+        first, second = entry.between
+        for uuid in entry.between:
+            if uuid not in uuids:
+                raise FakeGpuFileError(f"{where}: {uuid} is not one of the gpus")
+        if first == second:
+            raise FakeGpuFileError(f"{where}: names {first} twice; a link joins two GPUs")
+        pair = frozenset(entry.between)
+        if pair in seen:
+            raise FakeGpuFileError(f"{where}: this pair is already linked by links[{seen[pair]}]")
+        seen[pair] = position
+        pcie = _PCIE[entry.pcie]
+        back = entry.nvlinks if entry.nvlinks_back is None else entry.nvlinks_back
+        links += [GpuLink(first, second, pcie, entry.nvlinks), GpuLink(second, first, pcie, back)]
+    return links
 
 
 def _validation_problem(err: ValidationError, raw: Mapping[str, Any]) -> str:

@@ -9,9 +9,12 @@ from typing import Any
 from vgpu.adapters.nvml.errors import init_failure, no_gpu
 from vgpu.adapters.nvml.health import XidWatcher
 from vgpu.adapters.nvml.library import load_pynvml, text
+from vgpu.adapters.nvml.mig import MigCapability, read_mig_capability
 from vgpu.adapters.nvml.sysfs import numa_node
+from vgpu.adapters.nvml.topology import TopologyError, read_links
 from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.topology import GpuLink
 from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
@@ -130,6 +133,31 @@ class NvmlGpus:
                 )
             return found
 
+    def read_topology(self) -> list[GpuLink]:
+        """PCIe and NVLink links between every ordered pair of the discovered GPUs.
+
+        Discovers the GPUs first if `discover` was not called yet. Raises GpuUnavailable when
+        NVML fails on any pair or reports a PCIe level vgpu does not know.
+        """
+        gpus = self._known()
+        with self._lock:
+            try:
+                return read_links(self._nvml, gpus)
+            except TopologyError as err:
+                raise GpuUnavailable(str(err)) from err
+
+    def mig_capabilities(self) -> dict[str, MigCapability]:
+        """Each discovered GPU's MIG support, mode and (when on) profiles, by uuid.
+
+        Raises GpuUnavailable when NVML fails for a reason other than "not supported".
+        """
+        gpus = self._known()
+        with self._lock:
+            try:
+                return {uuid: read_mig_capability(self._nvml, handle) for uuid, handle in gpus}
+            except self._nvml.NVMLError as err:
+                raise GpuUnavailable(f"NVML could not read the MIG capability ({err})") from err
+
     def close(self) -> None:
         """Stop watching events and shut NVML down; safe to call more than once."""
         self._closed.set()
@@ -204,6 +232,15 @@ class NvmlGpus:
             log.warning("GPU %d: NVML cannot read its MIG mode (%s); assuming off", index, err)
             return False
         return bool(current == nvml.NVML_DEVICE_MIG_ENABLE)
+
+    def _known(self) -> list[tuple[str, Any]]:
+        """(uuid, handle) of every discovered GPU, discovering them if needed."""
+        if not self._handles:
+            self.discover()
+        with self._lock:
+            if self._closed.is_set():
+                raise GpuUnavailable("the NVML adapter is closed")
+            return list(self._handles.items())
 
     def _start_watcher(self) -> XidWatcher | None:
         if not self._handles:

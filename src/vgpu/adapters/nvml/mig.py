@@ -1,0 +1,79 @@
+"""What a GPU offers for MIG, read from NVML: whether it can, whether it is on, and the GPU
+instance profiles with their sizes and placements (contracts.md 12.3)."""
+
+import math
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+# NVML's GPU instance profiles by slice count (GPU_INSTANCE_PROFILE_<n>_SLICE); HAMi has no 5g.
+_PROFILE_CONSTANTS = (1, 2, 3, 4, 6, 7, 8)
+
+
+@dataclass(frozen=True, slots=True)
+class MigPlacement:
+    start: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """One GPU instance profile. `name` follows NVIDIA's `<slices>g.<GiB>gb` spelling, with
+    the GiB rounded up from NVML's memory size (A100-80GB: 1g.10gb, 7g.79gb)."""
+
+    name: str
+    slices: int
+    memory_mib: int
+    instances: int  # how many of this profile fit on an empty GPU
+    multiprocessors: int
+    placements: tuple[MigPlacement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MigCapability:
+    supported: bool
+    enabled: bool = False
+    pending: bool = False  # mode change waiting for a GPU reset
+    profiles: tuple[MigProfile, ...] = ()
+
+
+def read_mig_capability(nvml: ModuleType, handle: Any) -> MigCapability:
+    """The GPU's MIG support; raises pynvml's NVMLError for failures other than "not supported".
+
+    Profiles are listed only while MIG is enabled: NVML answers the profile queries only then.
+    """
+    try:
+        current, pending = nvml.nvmlDeviceGetMigMode(handle)
+    except nvml.NVMLError_NotSupported:
+        return MigCapability(supported=False)
+    enabled = current == nvml.NVML_DEVICE_MIG_ENABLE
+    profiles = _profiles(nvml, handle) if enabled else ()
+    return MigCapability(True, enabled, pending != current, profiles)
+
+
+def _profiles(nvml: ModuleType, handle: Any) -> tuple[MigProfile, ...]:
+    found = []
+    for slices in _PROFILE_CONSTANTS:
+        profile_id = getattr(nvml, f"NVML_GPU_INSTANCE_PROFILE_{slices}_SLICE", None)
+        if profile_id is None:
+            continue
+        try:
+            info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, profile_id)
+        except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
+            continue  # this GPU has no such profile
+        placements = tuple(
+            MigPlacement(int(p.start), int(p.size))
+            for p in nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id)
+        )
+        memory = int(info.memorySizeMB)
+        found.append(
+            MigProfile(
+                name=f"{int(info.sliceCount)}g.{math.ceil(memory / 1024)}gb",
+                slices=int(info.sliceCount),
+                memory_mib=memory,
+                instances=int(info.instanceCount),
+                multiprocessors=int(info.multiprocessorCount),
+                placements=placements,
+            )
+        )
+    return tuple(found)
