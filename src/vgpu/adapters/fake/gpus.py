@@ -14,6 +14,9 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         used_mib: 0       # default 0; memory in use, as `vgpu monitor` reports it
         utilization: 0    # default 0; percent busy (NVML utilization.gpu)
         memory_utilization: 0  # default 0; percent (NVML utilization.memory)
+        mig_profiles:     # with mig: true, the GPU instance profiles create_mig_instance offers
+          - {name: 1g.5gb, slices: 1, memory_mib: 4864, instances: 7,
+             placements: [{start: 0, size: 1}, {start: 1, size: 1}]}
     links:                # optional: how GPUs connect (read_topology); unlisted pairs are
       - between: [GPU-a, GPU-b]   # cross-CPU PCIe without NVLink
         pcie: single-switch       # same-board, single-switch, multi-switch, host-bridge,
@@ -38,8 +41,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.mig import MigInstance, MigPlacement, MigProfile
 from vgpu.domain.topology import MAX_NVLINKS, GpuLink, PcieLink
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage, MigError
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,35 @@ _MIB = 1024 * 1024
 
 class FakeGpuFileError(GpuUnavailable):
     """The fake GPU file cannot be read or is invalid; the message names the entry and field."""
+
+
+class _PlacementEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    start: int = Field(ge=0)
+    size: int = Field(ge=1)
+
+
+class _MigProfileEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str = Field(min_length=1)
+    slices: int = Field(ge=1)
+    memory_mib: int = Field(gt=0)
+    instances: int = Field(default=1, ge=1)
+    multiprocessors: int = Field(default=0, ge=0)
+    placements: list[_PlacementEntry] = Field(min_length=1)
+
+    def profile(self) -> MigProfile:
+        placements = tuple(MigPlacement(p.start, p.size) for p in self.placements)
+        return MigProfile(
+            self.name,
+            self.slices,
+            self.memory_mib,
+            self.instances,
+            self.multiprocessors,
+            placements,
+        )
 
 
 class _GpuEntry(BaseModel):
@@ -64,6 +97,7 @@ class _GpuEntry(BaseModel):
     used_mib: int = Field(default=0, ge=0)
     utilization: int = Field(default=0, ge=0, le=100)
     memory_utilization: int = Field(default=0, ge=0, le=100)
+    mig_profiles: list[_MigProfileEntry] = []
 
 
 class _LinkEntry(BaseModel):
@@ -94,8 +128,10 @@ class _Inventory:
         unhealthy: dict[str, str],
         usage: dict[str, tuple[int, int, int]] | None = None,
         links: Iterable[GpuLink] = (),
+        mig_profiles: Mapping[str, tuple[MigProfile, ...]] | None = None,
     ) -> None:
         self.gpus = gpus
+        self.mig_profiles = dict(mig_profiles or {})
         self.unhealthy = unhealthy
         self.usage = usage or {}
         self.links = {(link.source, link.target): link for link in links}
@@ -123,6 +159,7 @@ class FakeGpus:
         unhealthy: Mapping[str, str] | None = None,
         *,
         links: Iterable[GpuLink] = (),
+        mig_profiles: Mapping[str, Iterable[MigProfile]] | None = None,
         path: Path | None = None,
         poll_interval_s: float = 0.1,
     ) -> None:
@@ -133,11 +170,16 @@ class FakeGpus:
         self._gpus: list[GpuInfo] = []
         self._usage: dict[str, tuple[int, int, int]] = {}
         self._links: dict[tuple[str, str], GpuLink] = {}
+        self._mig_profiles: dict[str, tuple[MigProfile, ...]] = {}
+        self._mig_instances: list[MigInstance] = []
+        self._next_instance_id = 1
         self._healthy: dict[str, bool] = {}
         self._pending: list[HealthEvent] = []
         self._closed = False
+        profiles = {uuid: tuple(p) for uuid, p in (mig_profiles or {}).items()}
         self._apply(
-            _Inventory(list(gpus), dict(unhealthy or {}), links=links), source="the test set-up"
+            _Inventory(list(gpus), dict(unhealthy or {}), links=links, mig_profiles=profiles),
+            source="the test set-up",
         )
 
     @classmethod
@@ -206,6 +248,63 @@ class FakeGpus:
                 if a.uuid != b.uuid
             ]
 
+    # MigPort ----------------------------------------------------------------------------------
+    def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
+        """The profiles of every GPU marked `mig: true`, by uuid."""
+        with self._cond:
+            self._refresh()
+            return {g.uuid: self._mig_profiles.get(g.uuid, ()) for g in self._gpus if g.mig_enabled}
+
+    def mig_instances(self) -> list[MigInstance]:
+        with self._cond:
+            return list(self._mig_instances)
+
+    def create_mig_instance(
+        self, gpu_uuid: str, profile: str, placement: MigPlacement
+    ) -> MigInstance:
+        """Models NVML: the profile must be offered at that placement, and the slices free."""
+        with self._cond:
+            self._refresh()
+            where = f"GPU {gpu_uuid}, profile {profile} at {placement.start}+{placement.size}"
+            gpu = next((g for g in self._gpus if g.uuid == gpu_uuid), None)
+            if gpu is None or not gpu.mig_enabled:
+                raise MigError(f"{where}: no such GPU in MIG mode")
+            offered = next(
+                (p for p in self._mig_profiles.get(gpu_uuid, ()) if p.name == profile), None
+            )
+            if offered is None:
+                raise MigError(f"{where}: the GPU offers no such profile")
+            if placement not in offered.placements:
+                raise MigError(f"{where}: the scheduler selected an invalid placement")
+            taken = next(
+                (
+                    i
+                    for i in self._mig_instances
+                    if i.gpu_uuid == gpu_uuid and i.placement.overlaps(placement)
+                ),
+                None,
+            )
+            if taken is not None:
+                raise MigError(f"{where}: slices are taken by {taken.profile} ({taken.mig_uuid})")
+            instance_id = self._next_instance_id
+            self._next_instance_id += 1
+            instance = MigInstance(
+                gpu_uuid,
+                profile,
+                placement,
+                f"MIG-{gpu_uuid.removeprefix('GPU-')}-{instance_id}",
+                instance_id,
+            )
+            self._mig_instances.append(instance)
+            log.info("fake MIG instance %s created: %s", instance.mig_uuid, where)
+            return instance
+
+    def destroy_mig_instance(self, instance: MigInstance) -> None:
+        with self._cond:
+            if instance in self._mig_instances:
+                self._mig_instances.remove(instance)
+                log.info("fake MIG instance %s destroyed", instance.mig_uuid)
+
     def close(self) -> None:
         """Wake any waiter; later waits return nothing."""
         with self._cond:
@@ -250,6 +349,7 @@ class FakeGpus:
         self._gpus = inventory.gpus
         self._usage = inventory.usage
         self._links = inventory.links
+        self._mig_profiles = inventory.mig_profiles
         for gpu in inventory.gpus:
             self._healthy.setdefault(gpu.uuid, True)
             reason = inventory.unhealthy.get(gpu.uuid)
@@ -317,6 +417,10 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
             raise FakeGpuFileError(
                 f"{path}: gpus[{position}].index: {index} is already used by gpus[{indexes[index]}]"
             )
+        if entry.mig_profiles and not entry.mig:
+            raise FakeGpuFileError(
+                f"{path}: gpus[{position}] (uuid {entry.uuid}): mig_profiles needs mig: true"
+            )
         uuids[entry.uuid] = position
         indexes[index] = position
         gpus.append(
@@ -332,7 +436,10 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
         if not entry.healthy:
             unhealthy[entry.uuid] = entry.reason
         usage[entry.uuid] = (entry.used_mib, entry.utilization, entry.memory_utilization)
-    return _Inventory(gpus, unhealthy, usage, _links(parsed.links, uuids, path))
+    profiles = {
+        e.uuid: tuple(p.profile() for p in e.mig_profiles) for e in parsed.gpus if e.mig_profiles
+    }
+    return _Inventory(gpus, unhealthy, usage, _links(parsed.links, uuids, path), profiles)
 
 
 _PCIE = {

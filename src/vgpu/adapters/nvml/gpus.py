@@ -9,11 +9,12 @@ from typing import Any
 from vgpu.adapters.nvml.errors import init_failure, no_gpu
 from vgpu.adapters.nvml.health import XidWatcher
 from vgpu.adapters.nvml.library import load_pynvml, text
-from vgpu.adapters.nvml.mig import MigCapability, read_mig_capability
+from vgpu.adapters.nvml.mig import read_mig_capability
 from vgpu.adapters.nvml.sysfs import numa_node
 from vgpu.adapters.nvml.topology import TopologyError, read_links
 from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.mig import MigCapability
 from vgpu.domain.topology import GpuLink
 from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 

@@ -2,39 +2,13 @@
 instance profiles with their sizes and placements (contracts.md 12.3)."""
 
 import math
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from vgpu.domain.mig import MigCapability, MigPlacement, MigProfile
+
 # NVML's GPU instance profiles by slice count (GPU_INSTANCE_PROFILE_<n>_SLICE); HAMi has no 5g.
 _PROFILE_CONSTANTS = (1, 2, 3, 4, 6, 7, 8)
-
-
-@dataclass(frozen=True, slots=True)
-class MigPlacement:
-    start: int
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class MigProfile:
-    """One GPU instance profile. `name` follows NVIDIA's `<slices>g.<GiB>gb` spelling, with
-    the GiB rounded up from NVML's memory size (A100-80GB: 1g.10gb, 7g.79gb)."""
-
-    name: str
-    slices: int
-    memory_mib: int
-    instances: int  # how many of this profile fit on an empty GPU
-    multiprocessors: int
-    placements: tuple[MigPlacement, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class MigCapability:
-    supported: bool
-    enabled: bool = False
-    pending: bool = False  # mode change waiting for a GPU reset
-    profiles: tuple[MigProfile, ...] = ()
 
 
 def read_mig_capability(nvml: ModuleType, handle: Any) -> MigCapability:
