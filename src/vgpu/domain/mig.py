@@ -28,14 +28,20 @@ class MigPlacement:
 
 @dataclass(frozen=True, slots=True)
 class MigProfile:
-    """One GPU instance profile. `name` follows NVIDIA's `<slices>g.<GiB>gb` spelling."""
+    """One GPU instance profile, as `migProfiles` in the register annotation lists it.
+
+    `name` follows NVIDIA's `<slices>g.<GiB>gb` spelling; `core` is its share of the GPU's
+    multiprocessors in percent, rounded up against the largest profile. `instances` (how many
+    fit on an empty GPU) and `multiprocessors` come from NVML and are not published.
+    """
 
     name: str
     slices: int
     memory_mib: int
-    instances: int  # how many fit on an empty GPU
-    multiprocessors: int
+    core: int
     placements: tuple[MigPlacement, ...]
+    instances: int = 1
+    multiprocessors: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,3 +140,41 @@ def test_node_devices_encode_with_zero_values_omitted() -> None:
     )
     assert decode_node_devices(text)[0].healthy is False
     assert len(decode_node_devices(encode_node_devices(a40_cards()))) == 2
+
+
+# HAMi v2.10 in MIG mode (contracts.md 12.3): every profile key is written, zero or not.
+MIG_REGISTER = (
+    '[{"id":"GPU-a","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",'
+    '"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,'
+    '"placements":[{"start":0,"size":1},{"start":1,"size":1}]},{"name":"7g.40gb",'
+    '"memoryMB":40192,"core":100,"sliceCount":7,"placements":[{"start":0,"size":8}]}],'
+    '"health":true}]'
+)
+
+
+def test_a_mig_mode_register_annotation_round_trips_with_its_profiles() -> None:
+    (device,) = decode_node_devices(MIG_REGISTER)
+    assert device.mode == "mig"
+    assert [(p.name, p.memory_mib, p.core, p.slices) for p in device.mig_profiles] == [
+        ("1g.5gb", 4864, 15, 1),
+        ("7g.40gb", 40192, 100, 7),
+    ]
+    assert [(p.start, p.size) for p in device.mig_profiles[0].placements] == [(0, 1), (1, 1)]
+    assert encode_node_devices([device]) == MIG_REGISTER
+
+
+@pytest.mark.parametrize(
+    ("profiles", "words"),
+    [
+        ('"x"', "migProfiles='x' is not a list"),
+        ("[1]", "migProfiles #0: expected an object"),
+        ('[{"memoryMB":1}]', "migProfiles #0: name='' is not a profile name"),
+        ('[{"name":"1g","memoryMB":-1}]', "memoryMB=-1 is not a valid number"),
+        ('[{"name":"1g","placements":[{"start":0,"size":0}]}]', "placement at 0 has size 0"),
+        ('[{"name":"1g","placements":{"start":0}}]', "is not a list"),
+    ],
+)
+def test_bad_mig_profiles_are_refused_with_the_place(profiles: str, words: str) -> None:
+    with pytest.raises(CodecError) as caught:
+        decode_node_devices(f'[{{"id":"GPU-a","mode":"mig","migProfiles":{profiles}}}]')
+    assert "device #0 (GPU-a)" in str(caught.value) and words in str(caught.value)

@@ -85,9 +85,9 @@ def test_mig_capability_lists_profiles_only_while_mig_is_on(driver: Driver) -> N
     assert not capability[V100_UUID].supported
     a100_mig = capability[A100_UUID]
     assert a100_mig.supported and a100_mig.enabled and not a100_mig.pending
-    assert [(p.name, p.instances, len(p.placements)) for p in a100_mig.profiles] == [
-        ("1g.10gb", 7, 2),
-        ("7g.79gb", 1, 1),
+    assert [(p.name, p.core, p.instances, len(p.placements)) for p in a100_mig.profiles] == [
+        ("1g.10gb", 15, 7, 2),  # 14 of 98 multiprocessors, rounded up as HAMi does
+        ("7g.79gb", 100, 1, 1),
     ]
 
 

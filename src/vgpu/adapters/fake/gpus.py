@@ -67,19 +67,14 @@ class _MigProfileEntry(BaseModel):
     name: str = Field(min_length=1)
     slices: int = Field(ge=1)
     memory_mib: int = Field(gt=0)
+    core: int = Field(default=0, ge=0, le=100)
     instances: int = Field(default=1, ge=1)
-    multiprocessors: int = Field(default=0, ge=0)
     placements: list[_PlacementEntry] = Field(min_length=1)
 
     def profile(self) -> MigProfile:
         placements = tuple(MigPlacement(p.start, p.size) for p in self.placements)
         return MigProfile(
-            self.name,
-            self.slices,
-            self.memory_mib,
-            self.instances,
-            self.multiprocessors,
-            placements,
+            self.name, self.slices, self.memory_mib, self.core, placements, self.instances
         )
 
 

@@ -26,28 +26,33 @@ def read_mig_capability(nvml: ModuleType, handle: Any) -> MigCapability:
 
 
 def _profiles(nvml: ModuleType, handle: Any) -> tuple[MigProfile, ...]:
-    found = []
+    infos = []
     for slices in _PROFILE_CONSTANTS:
         profile_id = getattr(nvml, f"NVML_GPU_INSTANCE_PROFILE_{slices}_SLICE", None)
         if profile_id is None:
             continue
         try:
-            info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, profile_id)
+            infos.append(nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, profile_id))
         except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
             continue  # this GPU has no such profile
+    largest = max((int(info.multiprocessorCount) for info in infos), default=0)
+    found = []
+    for info in infos:
         placements = tuple(
             MigPlacement(int(p.start), int(p.size))
             for p in nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id)
         )
         memory = int(info.memorySizeMB)
+        multiprocessors = int(info.multiprocessorCount)
         found.append(
             MigProfile(
                 name=f"{int(info.sliceCount)}g.{math.ceil(memory / 1024)}gb",
                 slices=int(info.sliceCount),
                 memory_mib=memory,
-                instances=int(info.instanceCount),
-                multiprocessors=int(info.multiprocessorCount),
+                core=math.ceil(multiprocessors * 100 / largest) if largest else 0,
                 placements=placements,
+                instances=int(info.instanceCount),
+                multiprocessors=multiprocessors,
             )
         )
     return tuple(found)
