@@ -11,7 +11,7 @@ answers a `Requesting_`/`Deleted_` handshake, or a changed register annotation, 
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from vgpu.app.device_plugin.gpustate import GpuState
@@ -62,20 +62,12 @@ class NodeRegistrar:
             if node is None:
                 log.error("cannot register GPUs: node %s not found in the cluster", self._node)
                 return False
-            current = node.annotations
-            patch: dict[str, str | None] = {}
-            if current.get(key) != wanted:
-                patch[key] = wanted
             scores = self._scores([d.uuid for d in devices])
-            if scores is not None and current.get(SCORE_ANNOTATION) != scores:
-                patch[SCORE_ANNOTATION] = scores
-            if self._report_handshake and (
-                patch or plugin_should_report(current.get(HANDSHAKE_ANNOTATION))
-            ):
-                patch[HANDSHAKE_ANNOTATION] = reported_value(self._clock())
+            scores_ok = scores is not None or self._topology is None
+            patch = self._changes(node.annotations, {key: wanted, SCORE_ANNOTATION: scores})
             if not patch:
                 log.debug("node %s: %s is up to date", self._node, key)
-                return True
+                return scores_ok
             self._cluster.patch_node_annotations(self._node, patch)
         except (ClusterError, DomainError) as exc:
             log.error("cannot register GPUs on node %s: %s", self._node, exc)
@@ -90,7 +82,23 @@ class NodeRegistrar:
                 key,
                 wanted,
             )
-        return scores is not None or self._topology is None
+        return scores_ok
+
+    def _changes(
+        self, current: Mapping[str, str], wanted: Mapping[str, str | None]
+    ) -> dict[str, str | None]:
+        """The annotations to write: those not as `wanted` (None: leave alone), and a fresh
+        `Reported` handshake with any change or when the scheduler's marker asks for one."""
+        patch: dict[str, str | None] = {
+            key: value
+            for key, value in wanted.items()
+            if value is not None and current.get(key) != value
+        }
+        if self._report_handshake and (
+            patch or plugin_should_report(current.get(HANDSHAKE_ANNOTATION))
+        ):
+            patch[HANDSHAKE_ANNOTATION] = reported_value(self._clock())
+        return patch
 
     def _scores(self, uuids: list[str]) -> str | None:
         return None if self._topology is None else self._topology.annotation(uuids)
