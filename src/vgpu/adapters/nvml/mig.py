@@ -8,7 +8,7 @@ from typing import Any
 from vgpu.domain.mig import MigCapability, MigPlacement, MigProfile
 
 # NVML's GPU instance profiles by slice count (GPU_INSTANCE_PROFILE_<n>_SLICE); HAMi has no 5g.
-_PROFILE_CONSTANTS = (1, 2, 3, 4, 6, 7, 8)
+PROFILE_SLICES = (1, 2, 3, 4, 6, 7, 8)
 
 
 def read_mig_capability(nvml: ModuleType, handle: Any) -> MigCapability:
@@ -21,13 +21,14 @@ def read_mig_capability(nvml: ModuleType, handle: Any) -> MigCapability:
     except nvml.NVMLError_NotSupported:
         return MigCapability(supported=False)
     enabled = current == nvml.NVML_DEVICE_MIG_ENABLE
-    profiles = _profiles(nvml, handle) if enabled else ()
+    profiles = tuple(profiles_by_id(nvml, handle).values()) if enabled else ()
     return MigCapability(True, enabled, pending != current, profiles)
 
 
-def _profiles(nvml: ModuleType, handle: Any) -> tuple[MigProfile, ...]:
+def profiles_by_id(nvml: ModuleType, handle: Any) -> dict[int, MigProfile]:
+    """The GPU's instance profiles by NVML profile id (the GPU must be in MIG mode)."""
     infos = []
-    for slices in _PROFILE_CONSTANTS:
+    for slices in PROFILE_SLICES:
         profile_id = getattr(nvml, f"NVML_GPU_INSTANCE_PROFILE_{slices}_SLICE", None)
         if profile_id is None:
             continue
@@ -36,7 +37,7 @@ def _profiles(nvml: ModuleType, handle: Any) -> tuple[MigProfile, ...]:
         except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
             continue  # this GPU has no such profile
     largest = max((int(info.multiprocessorCount) for info in infos), default=0)
-    found = []
+    found = {}
     for info in infos:
         placements = tuple(
             MigPlacement(int(p.start), int(p.size))
@@ -44,15 +45,13 @@ def _profiles(nvml: ModuleType, handle: Any) -> tuple[MigProfile, ...]:
         )
         memory = int(info.memorySizeMB)
         multiprocessors = int(info.multiprocessorCount)
-        found.append(
-            MigProfile(
-                name=f"{int(info.sliceCount)}g.{math.ceil(memory / 1024)}gb",
-                slices=int(info.sliceCount),
-                memory_mib=memory,
-                core=math.ceil(multiprocessors * 100 / largest) if largest else 0,
-                placements=placements,
-                instances=int(info.instanceCount),
-                multiprocessors=multiprocessors,
-            )
+        found[int(info.id)] = MigProfile(
+            name=f"{int(info.sliceCount)}g.{math.ceil(memory / 1024)}gb",
+            slices=int(info.sliceCount),
+            memory_mib=memory,
+            core=math.ceil(multiprocessors * 100 / largest) if largest else 0,
+            placements=placements,
+            instances=int(info.instanceCount),
+            multiprocessors=multiprocessors,
         )
-    return tuple(found)
+    return found
