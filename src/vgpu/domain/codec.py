@@ -1,7 +1,8 @@
 """HAMi's annotation formats, byte-compatible in both directions.
 
 Node devices (`hami.io/node-nvidia-register`): HAMi v2.8+ writes a JSON array; v2.4 wrote CSV
-with 7 fields per card and v2.5-v2.7 CSV with 9. All three are read; JSON is written.
+with 7 fields per card and v2.5-v2.7 CSV with 9. All three are read; JSON is written, with
+v2.10's `migProfiles` on cards in MIG mode.
 
 Pod grants (`hami.io/vgpu-devices-to-allocate` / `-allocated`): `UUID,VENDOR,mem,cores:` per
 card, `;` after every container, empty segments kept so container indexes line up.
@@ -14,11 +15,13 @@ from typing import Any
 from vgpu.domain.device import HAMI_CORE_MODE, Device
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants
+from vgpu.domain.mig import MigPlacement, MigProfile
 from vgpu.domain.vendor import NVIDIA
 
 REGISTER = NVIDIA.register_annotation
 GRANTS = NVIDIA.allocated_annotation
 _INT32 = (-(2**31), 2**31 - 1)
+_UINT32 = 2**32 - 1
 _ID_SEPARATORS = frozenset(",:;")
 
 
@@ -37,9 +40,21 @@ def _device_json(device: Device) -> dict[str, Any]:
         ("type", device.type),
         ("numa", device.numa),
         ("mode", device.mode),
+        ("migProfiles", [_profile_json(p) for p in device.mig_profiles]),
         ("health", device.healthy),
     ]
     return {key: value for key, value in fields if value}
+
+
+def _profile_json(profile: MigProfile) -> dict[str, Any]:
+    """HAMi's MigProfile: every key written, zero or not."""
+    return {
+        "name": profile.name,
+        "memoryMB": profile.memory_mib,
+        "core": profile.core,
+        "sliceCount": profile.slices,
+        "placements": [{"start": p.start, "size": p.size} for p in profile.placements],
+    }
 
 
 def decode_node_devices(text: str, annotation: str = REGISTER) -> list[Device]:
@@ -108,11 +123,11 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
             raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
         return value
 
-    def text_field(key: str, default: str) -> str:
-        value = item.get(key, default)
+    def text_field(key: str) -> str:
+        value = item.get(key, "")
         if not isinstance(value, str):
             raise CodecError(annotation, where, f"{key}={value!r} is not a string")
-        return value or default
+        return value
 
     health = item.get("health", False)
     if not isinstance(health, bool):
@@ -123,14 +138,62 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
     return Device(
         uuid=uuid,
         index=number("index"),
-        type=text_field("type", ""),
+        type=text_field("type"),
         count=number("count"),
         memory=number("devmem"),
         cores=number("devcore"),
         numa=max(numa, 0),
         healthy=health,
-        mode=text_field("mode", HAMI_CORE_MODE),
+        # A missing mode stays "" as in HAMi (Go's zero value), so it re-encodes byte for
+        # byte; "" is a substring of every `nvidia.com/vgpu-mode` value, so any pod accepts it.
+        mode=text_field("mode"),
+        mig_profiles=_profiles_from_json(item.get("migProfiles"), annotation, where),
     )
+
+
+def _profiles_from_json(raw: Any, annotation: str, where: str) -> tuple[MigProfile, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise CodecError(annotation, where, f"migProfiles={raw!r} is not a list")
+    profiles = []
+    for position, item in enumerate(raw):
+        here = f"{where}, migProfiles #{position}"
+        if not isinstance(item, dict):
+            raise CodecError(annotation, here, f"expected an object, got {item!r}")
+        name = item.get("name", "")
+        if not isinstance(name, str) or not name:
+            raise CodecError(annotation, here, f"name={name!r} is not a profile name")
+        placements = item.get("placements") or []
+        if not isinstance(placements, list):
+            raise CodecError(annotation, here, f"placements={placements!r} is not a list")
+        profiles.append(
+            MigProfile(
+                name=name,
+                slices=_json_int(item, "sliceCount", annotation, here),
+                memory_mib=_json_int(item, "memoryMB", annotation, here),
+                core=_json_int(item, "core", annotation, here),
+                placements=tuple(_placement(p, annotation, here) for p in placements),
+            )
+        )
+    return tuple(profiles)
+
+
+def _placement(raw: Any, annotation: str, where: str) -> MigPlacement:
+    if not isinstance(raw, dict):
+        raise CodecError(annotation, where, f"placement {raw!r} is not an object")
+    start = _json_int(raw, "start", annotation, where)
+    size = _json_int(raw, "size", annotation, where)
+    if size < 1:
+        raise CodecError(annotation, where, f"placement at {start} has size {size}")
+    return MigPlacement(start, size)
+
+
+def _json_int(item: dict[str, Any], key: str, annotation: str, where: str) -> int:
+    value = item.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UINT32:
+        raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
+    return value
 
 
 def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
@@ -158,7 +221,7 @@ def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
                 cores=_csv_int(cores, "devcore", annotation, where),
                 numa=max(_csv_int(numa, "numa", annotation, where, low=_INT32[0]), 0),
                 healthy=health == "true",
-                mode=mode or HAMI_CORE_MODE,
+                mode=mode,
             )
         )
     return devices

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from vgpu.domain.mig import MigProfile
+
 HAMI_CORE_MODE = "hami-core"
 
 
@@ -22,6 +24,7 @@ class Device:
     numa: int = 0
     healthy: bool = True
     mode: str = HAMI_CORE_MODE
+    mig_profiles: tuple[MigProfile, ...] = ()  # `migProfiles`, MIG mode only (HAMi v2.10)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,20 @@ class NodeLock:
     def owned_by(self, namespace: str, pod: str) -> bool:
         return (self.namespace, self.pod) == (namespace, pod)
 
+    @property
+    def legacy(self) -> bool:
+        """A bare timestamp from an older HAMi scheduler: it names no owning pod."""
+        return not self.namespace and not self.pod
+
+    def releasable_by(self, namespace: str, pod: str) -> bool:
+        """Whether `namespace/pod` may remove this lock after its Allocate.
+
+        Its own lock, or a legacy one: the HAMi versions that wrote bare timestamps released
+        the lock without an owner check, and no pod can ever prove it owns one, so refusing
+        would keep the node locked until the lock expires.
+        """
+        return self.legacy or self.owned_by(namespace, pod)
+
     def expired(self, now: datetime, expiry: timedelta = DEFAULT_EXPIRY) -> bool:
         return now - self.taken_at > expiry
 

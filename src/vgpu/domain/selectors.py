@@ -41,7 +41,9 @@ class CardSelector:
         return device.uuid not in self.avoid_uuids
 
     def mode_ok(self, device: Device) -> bool:
-        return not self.modes or device.mode in self.modes
+        # HAMi: the card's mode must be a substring of the pod's value, so a card registered
+        # without a mode ("") suits every pod.
+        return not self.modes or not device.mode or device.mode in self.modes
 
 
 def selector_from_annotations(annotations: Mapping[str, str], vendor: Vendor) -> CardSelector:

@@ -4,6 +4,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
+from vgpu.domain.mig import MigInstance, MigPlacement, MigProfile
+from vgpu.domain.topology import GpuLink
 
 
 class GpuUnavailable(RuntimeError):
@@ -35,4 +37,39 @@ class GpuPort(Protocol):
         """Every GPU's used memory and utilisation now; raises GpuUnavailable."""
         ...
 
+    def read_topology(self) -> list[GpuLink]:
+        """For every ordered pair of GPUs, the PCIe path and NVLinks from the first to the
+        second (contracts.md 13.1); raises GpuUnavailable when any of it cannot be read, as
+        HAMi then publishes no scores at all."""
+        ...
+
     def close(self) -> None: ...
+
+
+class MigError(RuntimeError):
+    """A MIG instance cannot be made or removed; the message names the GPU, profile and why."""
+
+
+class MigPort(Protocol):
+    """MIG instances on the node's GPUs (contracts.md 12.6): what the device plugin creates on
+    Allocate and destroys when the pod goes."""
+
+    def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
+        """The GPU instance profiles of every GPU whose MIG mode is on, by GPU uuid."""
+        ...
+
+    def mig_instances(self) -> list[MigInstance]:
+        """Every MIG instance that exists now."""
+        ...
+
+    def create_mig_instance(
+        self, gpu_uuid: str, profile: str, placement: MigPlacement
+    ) -> MigInstance:
+        """A GPU instance of `profile` at `placement` with one compute instance; MigError when
+        the GPU is not in MIG mode, the profile or placement is not offered, or the slices are
+        taken."""
+        ...
+
+    def destroy_mig_instance(self, instance: MigInstance) -> None:
+        """Remove the instance; one already gone is not an error."""
+        ...

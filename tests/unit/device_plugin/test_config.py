@@ -108,3 +108,18 @@ def test_signing_off_must_trust_some_scheduler() -> None:
             env={"NODE_NAME": "n", "VGPU_SIGNING__ENABLED": "false"},
             overrides={"signing": {"enabled": False, "trusted_schedulers": []}},
         )
+
+
+def test_hamis_hook_path_variable_sets_the_hook_path_below_vgpus_own() -> None:
+    assert load_config(env={"NODE_NAME": "n"}).hook_path == "/usr/local"
+    assert load_config(env={"NODE_NAME": "n", "HOOK_PATH": "/opt/hami"}).hook_path == "/opt/hami"
+    both = {"NODE_NAME": "n", "HOOK_PATH": "/opt/hami", "VGPU_HOOK_PATH": "/srv"}
+    assert load_config(env=both).hook_path == "/srv"
+
+
+def test_hamis_topology_score_switch_is_read() -> None:
+    assert load_config(env={"NODE_NAME": "n"}).topology_score is False
+    on = load_config(env={"NODE_NAME": "n", "ENABLE_TOPOLOGY_SCORE": "true"})
+    assert on.topology_score is True
+    with pytest.raises(ConfigError, match=r"topology_score.*ENABLE_TOPOLOGY_SCORE"):
+        load_config(env={"NODE_NAME": "n", "ENABLE_TOPOLOGY_SCORE": "perhaps"})

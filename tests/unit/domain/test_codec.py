@@ -34,7 +34,31 @@ def test_hami_json_register_annotation_round_trips_byte_for_byte() -> None:
 def test_missing_json_keys_read_as_go_zero_values() -> None:
     (device,) = decode_node_devices('[{"id":"GPU-x","count":4,"devmem":100}]')
     assert (device.index, device.cores, device.numa, device.healthy) == (0, 0, 0, False)
-    assert device.mode == "hami-core"
+    assert device.mode == ""  # Go's zero value, as HAMi reads it: suits any pod
+
+
+# HAMi's sample strings with the mode left out (written by plugins that predate `mode`, or by
+# hand): they must decode as mode "" and come back unchanged.
+MODELESS = [
+    '[{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","count":10,"devmem":32768,"devcore":100,'
+    '"type":"NVIDIA-Tesla V100-PCIE-32GB","health":true}]',
+    '[{"id":"GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec","index":1,"count":10,"devmem":32768,'
+    '"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":1,"health":true},'
+    '{"id":"GPU-a","index":2,"count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",'
+    '"mode":"mig","health":true}]',
+]
+
+
+@pytest.mark.parametrize("text", MODELESS)
+def test_a_register_entry_without_mode_round_trips_byte_for_byte(text: str) -> None:
+    devices = decode_node_devices(text)
+    assert devices[0].mode == ""
+    assert encode_node_devices(devices) == text
+
+
+def test_a_nine_field_csv_entry_with_an_empty_mode_keeps_it_empty() -> None:
+    (device,) = decode_node_devices("GPU-a,10,32768,100,NVIDIA-T4,0,true,3,:")
+    assert (device.index, device.mode) == (3, "")
 
 
 def test_legacy_csv_forms_are_read() -> None:
@@ -116,3 +140,41 @@ def test_node_devices_encode_with_zero_values_omitted() -> None:
     )
     assert decode_node_devices(text)[0].healthy is False
     assert len(decode_node_devices(encode_node_devices(a40_cards()))) == 2
+
+
+# HAMi v2.10 in MIG mode (contracts.md 12.3): every profile key is written, zero or not.
+MIG_REGISTER = (
+    '[{"id":"GPU-a","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",'
+    '"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,'
+    '"placements":[{"start":0,"size":1},{"start":1,"size":1}]},{"name":"7g.40gb",'
+    '"memoryMB":40192,"core":100,"sliceCount":7,"placements":[{"start":0,"size":8}]}],'
+    '"health":true}]'
+)
+
+
+def test_a_mig_mode_register_annotation_round_trips_with_its_profiles() -> None:
+    (device,) = decode_node_devices(MIG_REGISTER)
+    assert device.mode == "mig"
+    assert [(p.name, p.memory_mib, p.core, p.slices) for p in device.mig_profiles] == [
+        ("1g.5gb", 4864, 15, 1),
+        ("7g.40gb", 40192, 100, 7),
+    ]
+    assert [(p.start, p.size) for p in device.mig_profiles[0].placements] == [(0, 1), (1, 1)]
+    assert encode_node_devices([device]) == MIG_REGISTER
+
+
+@pytest.mark.parametrize(
+    ("profiles", "words"),
+    [
+        ('"x"', "migProfiles='x' is not a list"),
+        ("[1]", "migProfiles #0: expected an object"),
+        ('[{"memoryMB":1}]', "migProfiles #0: name='' is not a profile name"),
+        ('[{"name":"1g","memoryMB":-1}]', "memoryMB=-1 is not a valid number"),
+        ('[{"name":"1g","placements":[{"start":0,"size":0}]}]', "placement at 0 has size 0"),
+        ('[{"name":"1g","placements":{"start":0}}]', "is not a list"),
+    ],
+)
+def test_bad_mig_profiles_are_refused_with_the_place(profiles: str, words: str) -> None:
+    with pytest.raises(CodecError) as caught:
+        decode_node_devices(f'[{{"id":"GPU-a","mode":"mig","migProfiles":{profiles}}}]')
+    assert "device #0 (GPU-a)" in str(caught.value) and words in str(caught.value)

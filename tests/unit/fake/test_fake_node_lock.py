@@ -79,3 +79,11 @@ def test_a_lock_released_while_another_pod_waits_goes_to_that_pod() -> None:
 
     assert outcome == ["taken"]
     assert _holder(cluster).endswith(",default,p2")
+
+
+def test_a_legacy_bare_time_lock_is_released_by_the_pod_that_allocates() -> None:
+    cluster = _cluster(FakeCluster(clock=lambda: NOW))
+    cluster.patch_node_annotations("node-a", {NODE_LOCK_ANNOTATION: "2026-01-01T00:00:00Z"})
+    cluster.release_node_lock("node-a", "default", "p1")
+    node = cluster.get_node("node-a")
+    assert node is not None and NODE_LOCK_ANNOTATION not in node.annotations

@@ -189,3 +189,9 @@ def test_release_removes_only_our_own_lock() -> None:
     assert api.patches[0]["metadata"]["annotations"] == {LOCK: None}
     assert LOCK not in api.node["metadata"]["annotations"]
     assert _locker(api, []).release("gpu-9", "ns", "other") is None  # node gone: harmless
+
+
+def test_release_removes_a_legacy_lock_that_names_no_pod() -> None:
+    api = FakeApi({LOCK: "2026-08-21T06:20:00Z"})
+    _locker(api, []).release("gpu-1", "ns", "me")
+    assert LOCK not in api.node["metadata"]["annotations"]

@@ -30,6 +30,11 @@ class Card:
     mig: Any = (0, 0)  # (current, pending) or an exception to raise
     supported_events: Any = None  # int mask or an exception; None means all three kinds
     register_error: Exception | None = None
+    # enabled NVLinks: (remote bus id, remote device type); None: the GPU has no NVLink
+    nvlinks: list[tuple[str, int]] | None = None
+    # NVML profile constant -> info (id, sliceCount, instanceCount, multiprocessorCount,
+    # memorySizeMB, and `placements` as (start, size) pairs)
+    mig_profiles: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -39,6 +44,8 @@ class Driver:
     nvml: ModuleType
     cards: list[Card]
     mocks: dict[str, Any] = field(default_factory=dict)
+    # (card index, card index) -> NVML topology level; unlisted pairs are NVML_TOPOLOGY_SYSTEM
+    ancestors: dict[tuple[int, int], Any] = field(default_factory=dict)
 
     def event(self, card: Card, xid: int, kind: int | None = None) -> SimpleNamespace:
         """The struct nvmlEventSetWait returns for an XID (or another kind of) event."""
@@ -77,6 +84,24 @@ def install(mocker: MockerFixture) -> Driver:
         if card.register_error is not None:
             raise card.register_error
 
+    ancestors: dict[tuple[int, int], Any] = {}
+
+    def ancestor(a: Card, b: Card) -> int:
+        i, j = sorted((cards.index(a), cards.index(b)))
+        return int(_raise_or(ancestors.get((i, j), pynvml.NVML_TOPOLOGY_SYSTEM)))
+
+    def link_state(card: Card, link: int) -> int:
+        if card.nvlinks is None:
+            raise pynvml.NVMLError_NotSupported()
+        if link >= len(card.nvlinks):
+            raise pynvml.NVMLError_InvalidArgument()
+        return int(pynvml.NVML_FEATURE_ENABLED)
+
+    def profile_info(card: Card, profile: int) -> Any:
+        if profile not in card.mig_profiles:
+            raise pynvml.NVMLError_NotSupported()
+        return card.mig_profiles[profile]
+
     behaviour: dict[str, Any] = {
         "nvmlInit": lambda: None,
         "nvmlShutdown": lambda: None,
@@ -95,6 +120,19 @@ def install(mocker: MockerFixture) -> Driver:
         "nvmlDeviceRegisterEvents": register,
         "nvmlEventSetWait": None,
         "nvmlEventSetFree": lambda event_set: None,
+        "nvmlDeviceGetTopologyCommonAncestor": ancestor,
+        "nvmlDeviceGetNvLinkState": link_state,
+        "nvmlDeviceGetNvLinkRemotePciInfo": lambda card, link: SimpleNamespace(
+            busId=card.nvlinks[link][0]
+        ),
+        "nvmlDeviceGetNvLinkRemoteDeviceType": lambda card, link: card.nvlinks[link][1],
+        "nvmlDeviceGetGpuInstanceProfileInfo": profile_info,
+        "nvmlDeviceGetGpuInstancePossiblePlacements": lambda card, profile_id: [
+            SimpleNamespace(start=start, size=size)
+            for info in card.mig_profiles.values()
+            if info.id == profile_id
+            for start, size in info.placements
+        ],
     }
     mocks = {
         name: mocker.patch.object(
@@ -104,7 +142,7 @@ def install(mocker: MockerFixture) -> Driver:
         )
         for name, fn in behaviour.items()
     }
-    return Driver(pynvml, cards, mocks)
+    return Driver(pynvml, cards, mocks, ancestors)
 
 
 def numa(root: Path, bus: str, value: str) -> None:

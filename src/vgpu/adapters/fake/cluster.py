@@ -181,7 +181,7 @@ class FakeCluster:
             current = self._nodes.get(node)
             held = None if current is None else current.annotations.get(NODE_LOCK_ANNOTATION)
             lock = _readable_lock(held)
-            if lock is None or not lock.owned_by(namespace, pod):
+            if lock is None or not lock.releasable_by(namespace, pod):
                 return
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: None})
             self._node_lock_released.notify_all()

@@ -14,6 +14,15 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         used_mib: 0       # default 0; memory in use, as `vgpu monitor` reports it
         utilization: 0    # default 0; percent busy (NVML utilization.gpu)
         memory_utilization: 0  # default 0; percent (NVML utilization.memory)
+        mig_profiles:     # with mig: true, the GPU instance profiles create_mig_instance offers
+          - {name: 1g.5gb, slices: 1, memory_mib: 4864, instances: 7,
+             placements: [{start: 0, size: 1}, {start: 1, size: 1}]}
+    links:                # optional: how GPUs connect (read_topology); unlisted pairs are
+      - between: [GPU-a, GPU-b]   # cross-CPU PCIe without NVLink
+        pcie: single-switch       # same-board, single-switch, multi-switch, host-bridge,
+                                  # same-cpu or cross-cpu
+        nvlinks: 4                # default 0; NVLinks from the first GPU to the second
+        nvlinks_back: 4           # default: nvlinks; differ to model an asymmetric pair
 
 A running process notices when the file changes (its mtime, size or inode) and reports each
 GPU whose `healthy` value changed, so tests can break a GPU by rewriting the file. Tests in the
@@ -26,13 +35,15 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage
+from vgpu.domain.mig import MigInstance, MigPlacement, MigProfile
+from vgpu.domain.topology import MAX_NVLINKS, GpuLink, PcieLink
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage, MigError
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +52,30 @@ _MIB = 1024 * 1024
 
 class FakeGpuFileError(GpuUnavailable):
     """The fake GPU file cannot be read or is invalid; the message names the entry and field."""
+
+
+class _PlacementEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    start: int = Field(ge=0)
+    size: int = Field(ge=1)
+
+
+class _MigProfileEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str = Field(min_length=1)
+    slices: int = Field(ge=1)
+    memory_mib: int = Field(gt=0)
+    core: int = Field(default=0, ge=0, le=100)
+    instances: int = Field(default=1, ge=1)
+    placements: list[_PlacementEntry] = Field(min_length=1)
+
+    def profile(self) -> MigProfile:
+        placements = tuple(MigPlacement(p.start, p.size) for p in self.placements)
+        return MigProfile(
+            self.name, self.slices, self.memory_mib, self.core, placements, self.instances
+        )
 
 
 class _GpuEntry(BaseModel):
@@ -57,12 +92,25 @@ class _GpuEntry(BaseModel):
     used_mib: int = Field(default=0, ge=0)
     utilization: int = Field(default=0, ge=0, le=100)
     memory_utilization: int = Field(default=0, ge=0, le=100)
+    mig_profiles: list[_MigProfileEntry] = []
+
+
+class _LinkEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    between: list[str] = Field(min_length=2, max_length=2)
+    pcie: Literal[
+        "same-board", "single-switch", "multi-switch", "host-bridge", "same-cpu", "cross-cpu"
+    ]
+    nvlinks: int = Field(default=0, ge=0, le=MAX_NVLINKS)
+    nvlinks_back: int | None = Field(default=None, ge=0, le=MAX_NVLINKS)
 
 
 class _GpuFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     gpus: list[_GpuEntry]
+    links: list[_LinkEntry] = []
 
 
 class _Inventory:
@@ -74,10 +122,14 @@ class _Inventory:
         gpus: list[GpuInfo],
         unhealthy: dict[str, str],
         usage: dict[str, tuple[int, int, int]] | None = None,
+        links: Iterable[GpuLink] = (),
+        mig_profiles: Mapping[str, tuple[MigProfile, ...]] | None = None,
     ) -> None:
         self.gpus = gpus
+        self.mig_profiles = dict(mig_profiles or {})
         self.unhealthy = unhealthy
         self.usage = usage or {}
+        self.links = {(link.source, link.target): link for link in links}
 
 
 def load_fake_gpus(path: Path) -> tuple[list[GpuInfo], dict[str, str]]:
@@ -101,6 +153,8 @@ class FakeGpus:
         gpus: Iterable[GpuInfo] = (),
         unhealthy: Mapping[str, str] | None = None,
         *,
+        links: Iterable[GpuLink] = (),
+        mig_profiles: Mapping[str, Iterable[MigProfile]] | None = None,
         path: Path | None = None,
         poll_interval_s: float = 0.1,
     ) -> None:
@@ -110,10 +164,18 @@ class FakeGpus:
         self._stamp: tuple[int, int, int] | None = None
         self._gpus: list[GpuInfo] = []
         self._usage: dict[str, tuple[int, int, int]] = {}
+        self._links: dict[tuple[str, str], GpuLink] = {}
+        self._mig_profiles: dict[str, tuple[MigProfile, ...]] = {}
+        self._mig_instances: list[MigInstance] = []
+        self._next_instance_id = 1
         self._healthy: dict[str, bool] = {}
         self._pending: list[HealthEvent] = []
         self._closed = False
-        self._apply(_Inventory(list(gpus), dict(unhealthy or {})), source="the test set-up")
+        profiles = {uuid: tuple(p) for uuid, p in (mig_profiles or {}).items()}
+        self._apply(
+            _Inventory(list(gpus), dict(unhealthy or {}), links=links, mig_profiles=profiles),
+            source="the test set-up",
+        )
 
     @classmethod
     def from_file(cls, path: Path, poll_interval_s: float = 0.1) -> "FakeGpus":
@@ -168,6 +230,76 @@ class FakeGpus:
                 )
             return found
 
+    def read_topology(self) -> list[GpuLink]:
+        """Every ordered pair of the GPUs as `links` says; unlisted pairs are cross-CPU PCIe."""
+        with self._cond:
+            if self._closed:
+                raise GpuUnavailable("the fake GPU inventory is closed")
+            self._refresh()
+            return [
+                self._links.get((a.uuid, b.uuid), GpuLink(a.uuid, b.uuid, PcieLink.CROSS_CPU))
+                for a in self._gpus
+                for b in self._gpus
+                if a.uuid != b.uuid
+            ]
+
+    # MigPort ----------------------------------------------------------------------------------
+    def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
+        """The profiles of every GPU marked `mig: true`, by uuid."""
+        with self._cond:
+            self._refresh()
+            return {g.uuid: self._mig_profiles.get(g.uuid, ()) for g in self._gpus if g.mig_enabled}
+
+    def mig_instances(self) -> list[MigInstance]:
+        with self._cond:
+            return list(self._mig_instances)
+
+    def create_mig_instance(
+        self, gpu_uuid: str, profile: str, placement: MigPlacement
+    ) -> MigInstance:
+        """Models NVML: the profile must be offered at that placement, and the slices free."""
+        with self._cond:
+            self._refresh()
+            where = f"GPU {gpu_uuid}, profile {profile} at {placement.start}+{placement.size}"
+            gpu = next((g for g in self._gpus if g.uuid == gpu_uuid), None)
+            if gpu is None or not gpu.mig_enabled:
+                raise MigError(f"{where}: no such GPU in MIG mode")
+            offered = next(
+                (p for p in self._mig_profiles.get(gpu_uuid, ()) if p.name == profile), None
+            )
+            if offered is None:
+                raise MigError(f"{where}: the GPU offers no such profile")
+            if placement not in offered.placements:
+                raise MigError(f"{where}: the scheduler selected an invalid placement")
+            taken = next(
+                (
+                    i
+                    for i in self._mig_instances
+                    if i.gpu_uuid == gpu_uuid and i.placement.overlaps(placement)
+                ),
+                None,
+            )
+            if taken is not None:
+                raise MigError(f"{where}: slices are taken by {taken.profile} ({taken.mig_uuid})")
+            instance_id = self._next_instance_id
+            self._next_instance_id += 1
+            instance = MigInstance(
+                gpu_uuid,
+                profile,
+                placement,
+                f"MIG-{gpu_uuid.removeprefix('GPU-')}-{instance_id}",
+                instance_id,
+            )
+            self._mig_instances.append(instance)
+            log.info("fake MIG instance %s created: %s", instance.mig_uuid, where)
+            return instance
+
+    def destroy_mig_instance(self, instance: MigInstance) -> None:
+        with self._cond:
+            if instance in self._mig_instances:
+                self._mig_instances.remove(instance)
+                log.info("fake MIG instance %s destroyed", instance.mig_uuid)
+
     def close(self) -> None:
         """Wake any waiter; later waits return nothing."""
         with self._cond:
@@ -211,6 +343,8 @@ class FakeGpus:
             del self._healthy[uuid]
         self._gpus = inventory.gpus
         self._usage = inventory.usage
+        self._links = inventory.links
+        self._mig_profiles = inventory.mig_profiles
         for gpu in inventory.gpus:
             self._healthy.setdefault(gpu.uuid, True)
             reason = inventory.unhealthy.get(gpu.uuid)
@@ -278,6 +412,10 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
             raise FakeGpuFileError(
                 f"{path}: gpus[{position}].index: {index} is already used by gpus[{indexes[index]}]"
             )
+        if entry.mig_profiles and not entry.mig:
+            raise FakeGpuFileError(
+                f"{path}: gpus[{position}] (uuid {entry.uuid}): mig_profiles needs mig: true"
+            )
         uuids[entry.uuid] = position
         indexes[index] = position
         gpus.append(
@@ -293,7 +431,41 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
         if not entry.healthy:
             unhealthy[entry.uuid] = entry.reason
         usage[entry.uuid] = (entry.used_mib, entry.utilization, entry.memory_utilization)
-    return _Inventory(gpus, unhealthy, usage)
+    profiles = {
+        e.uuid: tuple(p.profile() for p in e.mig_profiles) for e in parsed.gpus if e.mig_profiles
+    }
+    return _Inventory(gpus, unhealthy, usage, _links(parsed.links, uuids, path), profiles)
+
+
+_PCIE = {
+    "same-board": PcieLink.SAME_BOARD,
+    "single-switch": PcieLink.SINGLE_SWITCH,
+    "multi-switch": PcieLink.MULTI_SWITCH,
+    "host-bridge": PcieLink.HOST_BRIDGE,
+    "same-cpu": PcieLink.SAME_CPU,
+    "cross-cpu": PcieLink.CROSS_CPU,
+}
+
+
+def _links(entries: list[_LinkEntry], uuids: Mapping[str, int], path: Path) -> list[GpuLink]:
+    links: list[GpuLink] = []
+    seen: dict[frozenset[str], int] = {}
+    for position, entry in enumerate(entries):
+        where = f"{path}: links[{position}].between"
+        first, second = entry.between
+        for uuid in entry.between:
+            if uuid not in uuids:
+                raise FakeGpuFileError(f"{where}: {uuid} is not one of the gpus")
+        if first == second:
+            raise FakeGpuFileError(f"{where}: names {first} twice; a link joins two GPUs")
+        pair = frozenset(entry.between)
+        if pair in seen:
+            raise FakeGpuFileError(f"{where}: this pair is already linked by links[{seen[pair]}]")
+        seen[pair] = position
+        pcie = _PCIE[entry.pcie]
+        back = entry.nvlinks if entry.nvlinks_back is None else entry.nvlinks_back
+        links += [GpuLink(first, second, pcie, entry.nvlinks), GpuLink(second, first, pcie, back)]
+    return links
 
 
 def _validation_problem(err: ValidationError, raw: Mapping[str, Any]) -> str:

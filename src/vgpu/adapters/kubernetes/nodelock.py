@@ -174,7 +174,7 @@ class NodeLocker:
                 return None
             meta = manifest.get("metadata") or {}
             held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
-            if held is None or not _owned(held, namespace, pod):
+            if held is None or not _releasable(held, namespace, pod):
                 return None
             try:
                 return self._api.merge_patch(path, _annotation_patch(meta, None))
@@ -206,9 +206,9 @@ def _tries() -> Iterator[float | None]:
     yield None
 
 
-def _owned(value: str, namespace: str, pod: str) -> bool:
+def _releasable(value: str, namespace: str, pod: str) -> bool:
     try:
-        return parse_node_lock(value).owned_by(namespace, pod)
+        return parse_node_lock(value).releasable_by(namespace, pod)
     except DomainError:
         return False
 

@@ -9,10 +9,15 @@ from typing import Any
 from vgpu.adapters.nvml.errors import init_failure, no_gpu
 from vgpu.adapters.nvml.health import XidWatcher
 from vgpu.adapters.nvml.library import load_pynvml, text
+from vgpu.adapters.nvml.mig import read_mig_capability
+from vgpu.adapters.nvml.miginstances import create_instance, destroy_instance, list_instances
 from vgpu.adapters.nvml.sysfs import numa_node
+from vgpu.adapters.nvml.topology import TopologyError, read_links
 from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage
+from vgpu.domain.mig import MigCapability, MigInstance, MigPlacement, MigProfile
+from vgpu.domain.topology import GpuLink
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage, MigError
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +135,62 @@ class NvmlGpus:
                 )
             return found
 
+    def read_topology(self) -> list[GpuLink]:
+        """PCIe and NVLink links between every ordered pair of the discovered GPUs.
+
+        Discovers the GPUs first if `discover` was not called yet. Raises GpuUnavailable when
+        NVML fails on any pair or reports a PCIe level vgpu does not know.
+        """
+        gpus = self._known()
+        with self._lock:
+            try:
+                return read_links(self._nvml, gpus)
+            except TopologyError as err:
+                raise GpuUnavailable(str(err)) from err
+
+    def mig_capabilities(self) -> dict[str, MigCapability]:
+        """Each discovered GPU's MIG support, mode and (when on) profiles, by uuid.
+
+        Raises GpuUnavailable when NVML fails for a reason other than "not supported".
+        """
+        gpus = self._known()
+        with self._lock:
+            try:
+                return {uuid: read_mig_capability(self._nvml, handle) for uuid, handle in gpus}
+            except self._nvml.NVMLError as err:
+                raise GpuUnavailable(f"NVML could not read the MIG capability ({err})") from err
+
+    # MigPort (checked against a patched driver only; see adapters/nvml/miginstances.py) -------
+    def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
+        """The instance profiles of every GPU whose MIG mode is on, by uuid."""
+        return {
+            uuid: capability.profiles
+            for uuid, capability in self.mig_capabilities().items()
+            if capability.enabled
+        }
+
+    def mig_instances(self) -> list[MigInstance]:
+        """Every MIG device on the GPUs in MIG mode; MigError when NVML fails."""
+        enabled = {uuid for uuid, c in self.mig_capabilities().items() if c.enabled}
+        gpus = [(uuid, handle) for uuid, handle in self._known() if uuid in enabled]
+        with self._lock:
+            try:
+                return [i for uuid, h in gpus for i in list_instances(self._nvml, uuid, h)]
+            except self._nvml.NVMLError as err:
+                raise MigError(f"NVML could not list the MIG instances ({err})") from err
+
+    def create_mig_instance(
+        self, gpu_uuid: str, profile: str, placement: MigPlacement
+    ) -> MigInstance:
+        handle = self._handle(gpu_uuid)
+        with self._lock:
+            return create_instance(self._nvml, gpu_uuid, handle, profile, placement)
+
+    def destroy_mig_instance(self, instance: MigInstance) -> None:
+        handle = self._handle(instance.gpu_uuid)
+        with self._lock:
+            destroy_instance(self._nvml, handle, instance)
+
     def close(self) -> None:
         """Stop watching events and shut NVML down; safe to call more than once."""
         self._closed.set()
@@ -204,6 +265,21 @@ class NvmlGpus:
             log.warning("GPU %d: NVML cannot read its MIG mode (%s); assuming off", index, err)
             return False
         return bool(current == nvml.NVML_DEVICE_MIG_ENABLE)
+
+    def _known(self) -> list[tuple[str, Any]]:
+        """(uuid, handle) of every discovered GPU, discovering them if needed."""
+        if not self._handles:
+            self.discover()
+        with self._lock:
+            if self._closed.is_set():
+                raise GpuUnavailable("the NVML adapter is closed")
+            return list(self._handles.items())
+
+    def _handle(self, uuid: str) -> Any:
+        handle = dict(self._known()).get(uuid)
+        if handle is None:
+            raise MigError(f"GPU {uuid}: not one of this node's GPUs")
+        return handle
 
     def _start_watcher(self) -> XidWatcher | None:
         if not self._handles:

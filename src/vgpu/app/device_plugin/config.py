@@ -1,11 +1,11 @@
 """The device plugin's settings: one pydantic model from a YAML file and `VGPU_*` variables.
 
 Precedence, lowest first: defaults, the `--config` file, environment variables (`VGPU_` + the
-field name in capitals, e.g. `VGPU_SPLIT_COUNT=4`; the node name also from `NODE_NAME`, as a
-DaemonSet sets it with the downward API), command-line flags. Lists in the environment are
-comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`); nested settings join
-with `__` (`VGPU_SIGNING__ENABLED=false`). Unknown `VGPU_*` names
-are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the scheduler.
+field name in capitals, e.g. `VGPU_SPLIT_COUNT=4`; HAMi's `NODE_NAME`, `HOOK_PATH` and
+`ENABLE_TOPOLOGY_SCORE` too, below the `VGPU_*` names), command-line flags. Lists in the
+environment are comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`); nested
+settings join with `__` (`VGPU_SIGNING__ENABLED=false`). Unknown `VGPU_*` names are logged and
+ignored. The loading itself is `vgpu.app.settings`, shared with the scheduler.
 """
 
 from collections.abc import Mapping
@@ -20,6 +20,13 @@ from vgpu.app.settings import ResourceName, VendorWord, load_settings
 __all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "Signing", "load_config"]
 
 NODE_NAME_ENV = "NODE_NAME"
+# The variables HAMi's chart sets on its device plugin, read below the `VGPU_*` names so a
+# DaemonSet written for HAMi keeps its meaning.
+HAMI_ENV = {
+    NODE_NAME_ENV: "node_name",
+    "HOOK_PATH": "hook_path",
+    "ENABLE_TOPOLOGY_SCORE": "topology_score",
+}
 
 
 class Signing(BaseModel):
@@ -55,7 +62,7 @@ class DevicePluginConfig(BaseModel):
     split_count: int = Field(10, ge=1, le=1000)
     memory_scaling: float = Field(1.0, gt=0, le=1000)
     core_scaling: float = Field(1.0, gt=0, le=1000)
-    hook_path: str = Field("/usr/local", min_length=1)
+    hook_path: str = Field("/usr/local", min_length=1)  # HAMi's HOOK_PATH
     plugin_dir: Path = Path("/var/lib/kubelet/device-plugins")
     endpoint: str = ""  # empty: `<vendor>-<name>.sock` from the resource name (nvidia-gpu.sock)
     node_config_file: Path | None = None
@@ -65,6 +72,10 @@ class DevicePluginConfig(BaseModel):
     preferred_allocation: bool = True
     numa_topology: bool = False
     register_interval: float = Field(30.0, gt=0)
+    # Publish NVLink/PCIe pair scores in hami.io/node-nvidia-score (HAMi: ENABLE_TOPOLOGY_SCORE).
+    topology_score: bool = False
+    # Answer HAMi schedulers' `Requesting_` handshake with `Reported <time>` (contracts 14.4).
+    report_handshake: bool = True
     register_retry: float = Field(5.0, gt=0)
     kubelet_poll: float = Field(1.0, gt=0)
     lock_dir: str = "/tmp/vgpulock"
@@ -104,6 +115,4 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> DevicePluginConfig:
     """Defaults < file < environment < overrides (None values ignored); ConfigError if bad."""
-    return load_settings(
-        DevicePluginConfig, "device-plugin", path, env, overrides, {NODE_NAME_ENV: "node_name"}
-    )
+    return load_settings(DevicePluginConfig, "device-plugin", path, env, overrides, HAMI_ENV)

@@ -20,6 +20,7 @@ from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
+from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.vendor import Vendor
@@ -134,6 +135,11 @@ def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> All
     )
 
 
+def make_topology(config: DevicePluginConfig, port: GpuPort) -> TopologyScores | None:
+    """Pair scores for hami.io/node-nvidia-score when `topology_score` is on."""
+    return TopologyScores(port) if config.topology_score else None
+
+
 def plugin_options(settings: NodeSettings) -> PluginOptions:
     return PluginOptions(get_preferred_allocation_available=settings.preferred_allocation)
 
@@ -192,6 +198,8 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         vendor,
         config.provided.register_interval,
         config.provided.register_retry,
+        report_handshake=config.provided.report_handshake,
+        topology=providers.Singleton(make_topology, config, gpu_port),
     )
     health = providers.Singleton(HealthWatcher, gpu_port, gpus)
     daemon = providers.Singleton(

@@ -1,0 +1,124 @@
+"""A pod's hold on its cards once its init containers have finished (issue 12).
+
+Until then a pod holds, per card, the larger of any init container's claim and its app
+containers' sum (`vgpu.domain.grant.pod_footprint`). Init containers never run again once they
+have all succeeded, so from then on the pod holds only what its app containers use, plus what
+its sidecars use: init containers with `restartPolicy: Always` keep running beside the app.
+
+>>> from vgpu.domain.grant import DeviceGrant
+>>> init = (DeviceGrant("GPU-a", "NVIDIA", 8000, 50),)
+>>> app = (DeviceGrant("GPU-a", "NVIDIA", 2000, 10),)
+>>> progress = InitProgress(count=1, finished=True)
+>>> pod_hold((init, app), progress)
+{'GPU-a': Usage(slices=1, memory=2000, cores=10)}
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu.domain.device import Usage
+from vgpu.domain.errors import DomainError
+from vgpu.domain.grant import ContainerGrant, PodGrants
+
+
+@dataclass(frozen=True, slots=True)
+class InitProgress:
+    """How many init containers the pod has, which of them are sidecars (by position), and
+    whether every other one has succeeded."""
+
+    count: int
+    finished: bool = False
+    sidecars: frozenset[int] = field(default_factory=frozenset)
+
+
+def init_progress(manifest: Mapping[str, Any]) -> InitProgress:
+    """Read a Pod manifest's init containers and `status.initContainerStatuses`.
+
+    An init container is done when its status says it terminated with exit code 0; a pod
+    without init containers has finished them. DomainError when a part that must be a list or
+    an object is something else.
+    """
+    spec = _mapping(manifest.get("spec"), "spec")
+    status = _mapping(manifest.get("status"), "status")
+    specs = _list(spec.get("initContainers"), "spec.initContainers")
+    names = [str(_mapping(c, "spec.initContainers[]").get("name", "")) for c in specs]
+    sidecars = frozenset(
+        i for i, c in enumerate(specs) if _mapping(c, "").get("restartPolicy") == "Always"
+    )
+    statuses = {
+        str(s.get("name", "")): s
+        for s in (
+            _mapping(item, "status.initContainerStatuses[]")
+            for item in _list(status.get("initContainerStatuses"), "status.initContainerStatuses")
+        )
+    }
+    finished = all(
+        _succeeded(statuses.get(name)) for i, name in enumerate(names) if i not in sidecars
+    )
+    return InitProgress(len(specs), finished, sidecars)
+
+
+def pod_hold(grants: PodGrants, progress: InitProgress) -> dict[str, Usage]:
+    """What the pod holds on each card now, given its init containers' progress.
+
+    Before they finish: per card, the peak over each init container's turn (its claim plus the
+    sidecars started before it) and the app phase (app containers plus every sidecar), which
+    without sidecars is `pod_footprint`. After: the app phase alone.
+    """
+    started: list[ContainerGrant] = []  # sidecars running so far
+    peak: dict[str, Usage] = {}
+    for index, container in enumerate(grants[: progress.count]):
+        if index in progress.sidecars:
+            started.append(container)
+        elif not progress.finished:
+            peak = _union(peak, _sum([*started, container]))
+    return _union(peak, _sum([*started, *grants[progress.count :]]))
+
+
+def _sum(containers: Iterable[ContainerGrant]) -> dict[str, Usage]:
+    total: dict[str, Usage] = {}
+    for container in containers:
+        for grant in container:
+            total[grant.uuid] = total.get(grant.uuid, Usage()) + grant.usage
+    return total
+
+
+def _union(a: Mapping[str, Usage], b: Mapping[str, Usage]) -> dict[str, Usage]:
+    merged = dict(a)
+    for uuid, usage in b.items():
+        merged[uuid] = merged.get(uuid, Usage()).union(usage)
+    return merged
+
+
+def released_by_init(grants: PodGrants, progress: InitProgress) -> dict[str, Usage]:
+    """What finishing the init containers frees on each card (cards with nothing freed are left
+    out): the ledger subtracts this once the pod's `init_progress` turns finished."""
+    before = pod_hold(grants, InitProgress(progress.count, False, progress.sidecars))
+    after = pod_hold(grants, InitProgress(progress.count, True, progress.sidecars))
+    freed = {uuid: usage - after.get(uuid, Usage()) for uuid, usage in before.items()}
+    return {uuid: usage for uuid, usage in freed.items() if not usage.is_idle}
+
+
+def _succeeded(status: Mapping[str, Any] | None) -> bool:
+    if status is None:
+        return False
+    state = _mapping(status.get("state"), "state")
+    terminated = state.get("terminated")
+    return isinstance(terminated, Mapping) and terminated.get("exitCode") == 0
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DomainError(f"pod {where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DomainError(f"pod {where} must be a list, got {type(value).__name__}")
+    return value
