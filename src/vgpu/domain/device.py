@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from vgpu.domain.mig import MigProfile
 
 HAMI_CORE_MODE = "hami-core"
+MIG_MODE = "mig"
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,7 +191,7 @@ def _refuse(
         reason = Reason.UNHEALTHY
     elif device.uuid in cordoned:
         reason = Reason.CORDONED
-    elif picky and not selector.mode_ok(device):
+    elif not selector.mode_ok(device):  # every pod: a MIG card never takes a slice
         reason = Reason.MODE
     elif picky and not selector.type_ok(device):
         reason = Reason.TYPE_MISMATCH

@@ -2,9 +2,7 @@
 
 from dataclasses import dataclass
 
-from vgpu.domain.device import HAMI_CORE_MODE, Device
-
-MIG_MODE = "mig"
+from vgpu.domain.device import HAMI_CORE_MODE, MIG_MODE, Device
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vgpu.domain.device import Device
+from vgpu.domain.device import HAMI_CORE_MODE, MIG_MODE, Device
 from vgpu.domain.vendor import Vendor
 
 _WORD = re.compile(r"[a-z0-9]+")
 _TRUE = {"1", "t", "true", "y", "yes", "on"}
+_DEFAULT_MODES = (HAMI_CORE_MODE,)  # what a pod that names no mode asks for
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +42,13 @@ class CardSelector:
         return device.uuid not in self.avoid_uuids
 
     def mode_ok(self, device: Device) -> bool:
-        # HAMi: the card's mode must be a substring of the pod's value, so a card registered
-        # without a mode ("") suits every pod.
-        return not self.modes or not device.mode or device.mode in self.modes
+        """A card registered without a mode ("") suits every pod, as in HAMi; otherwise its mode
+        must be one the pod names, hami-core when it names none. A card in MIG mode takes no
+        grant at all until MIG placement exists: a hami-core slice must never land on a
+        MIG-partitioned GPU, whose memory and SMs belong to its instances."""
+        if device.mode == MIG_MODE:
+            return False
+        return not device.mode or device.mode in (self.modes or _DEFAULT_MODES)
 
 
 def selector_from_annotations(annotations: Mapping[str, str], vendor: Vendor) -> CardSelector:
