@@ -128,8 +128,15 @@ class FaultCluster:
 
     def add_node(self, name: str, cards: int = 1, memory: int = 10000, split: int = 4) -> None:
         register = [
-            {"id": f"GPU-{name}-{i}", "index": i, "count": split, "devmem": memory,
-             "devcore": 100, "type": "NVIDIA-Tesla T4", "health": True}
+            {
+                "id": f"GPU-{name}-{i}",
+                "index": i,
+                "count": split,
+                "devmem": memory,
+                "devcore": 100,
+                "type": "NVIDIA-Tesla T4",
+                "health": True,
+            }
             for i in range(cards)
         ]
         annotations = {NVIDIA.register_annotation: json.dumps(register)}
@@ -137,7 +144,11 @@ class FaultCluster:
         self.nodes.append(name)
 
     def replica(
-        self, name: str, *, election: bool = False, env: Mapping[str, str] | None = None,
+        self,
+        name: str,
+        *,
+        election: bool = False,
+        env: Mapping[str, str] | None = None,
         ready: bool = True,
     ) -> Replica:
         """Start `vgpu scheduler` behind a new proxy; waits for /readyz unless `ready=False`."""
@@ -164,11 +175,15 @@ class FaultCluster:
         assert wait_until(one_ready, timeout), "no single leader:\n" + self.logs()
         return found[0]
 
-    def create_pod(self, name: str, memory: int, cores: int = 0, count: int = 1,
-                   namespace: str = "default") -> dict[str, Any]:
+    def create_pod(
+        self, name: str, memory: int, cores: int = 0, count: int = 1, namespace: str = "default"
+    ) -> dict[str, Any]:
         """A pending GPU pod as the webhook would have left it (schedulerName set)."""
-        limits = {"nvidia.com/gpu": count, "nvidia.com/gpumem": memory,
-                  "nvidia.com/gpucores": cores}
+        limits = {
+            "nvidia.com/gpu": count,
+            "nvidia.com/gpumem": memory,
+            "nvidia.com/gpucores": cores,
+        }
         manifest = pod_manifest(namespace, name, limits=limits, scheduler_name=SCHEDULER_NAME)
         return self.api.create(pods_path(namespace), manifest)
 

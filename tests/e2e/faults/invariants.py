@@ -62,7 +62,7 @@ class _Card:
     count: int
     memory: int
     cores: int
-    used: Usage = Usage()
+    used: Usage = field(default_factory=Usage)
     pods: list[str] = field(default_factory=list)
 
 
@@ -158,8 +158,11 @@ def check_capacity(
         ]
         if over:
             problems.append(
-                Violation(f"card {uuid} on {card.node}", "over capacity: " + ", ".join(over),
-                          tuple(card.pods))
+                Violation(
+                    f"card {uuid} on {card.node}",
+                    "over capacity: " + ", ".join(over),
+                    tuple(card.pods),
+                )
             )
     return problems
 
@@ -207,9 +210,7 @@ def ledger_from_metrics(text: str) -> Ledger:
     return ledger
 
 
-def ledger_differences(
-    api: ReadsObjects, scrapes: Mapping[str, Callable[[], str]]
-) -> list[str]:
+def ledger_differences(api: ReadsObjects, scrapes: Mapping[str, Callable[[], str]]) -> list[str]:
     """One line per scheduler whose ledger is not the API's (empty when they all agree)."""
     expected = ledger_from_api(read_cluster(api)[1])
     lines = []

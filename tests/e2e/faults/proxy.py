@@ -274,9 +274,7 @@ class FaultProxy:
         assert self._released is not None
         released = asyncio.ensure_future(self._released.wait())
         hung_up = asyncio.ensure_future(reader.read(1))
-        done, pending = await asyncio.wait(
-            {released, hung_up}, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, pending = await asyncio.wait({released, hung_up}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
         if hung_up in done:

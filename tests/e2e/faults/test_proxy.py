@@ -128,25 +128,25 @@ def test_a_hung_call_whose_client_gives_up_is_never_forwarded(
     proxy: FaultProxy, k8s_api: RunningApiServer, pod: dict[str, Any]
 ) -> None:
     proxy.add(Rule(Action.HANG, "PATCH", r"/pods/p$"))
-    with httpx.Client(base_url=proxy.url, timeout=0.5) as impatient, pytest.raises(
-        httpx.TimeoutException
+    with (
+        httpx.Client(base_url=proxy.url, timeout=0.5) as impatient,
+        pytest.raises(httpx.TimeoutException),
     ):
         patch(impatient, "a")
     assert wait_until(lambda: proxy.abandoned == 1)
     proxy.clear()
     assert proxy.seen[-1].action is Action.HANG
-    assert client_sees_no_mark(k8s_api)
+    assert label(k8s_api) is None
 
 
-def client_sees_no_mark(k8s_api: RunningApiServer) -> bool:
-    return label(k8s_api) is None
-
-
-def test_the_same_seed_makes_the_same_choices(k8s_api: RunningApiServer, pod: dict[str, Any]) -> None:
+def test_the_same_seed_makes_the_same_choices(
+    k8s_api: RunningApiServer, pod: dict[str, Any]
+) -> None:
     def choices(seed: int) -> list[int]:
-        with FaultProxy(k8s_api.url, seed=seed) as proxy, httpx.Client(
-            base_url=proxy.url, timeout=10.0
-        ) as http:
+        with (
+            FaultProxy(k8s_api.url, seed=seed) as proxy,
+            httpx.Client(base_url=proxy.url, timeout=10.0) as http,
+        ):
             proxy.add(Rule(Action.RESPOND, "GET", r"/pods/p$", probability=0.5, status=500))
             return [http.get(f"{PODS}/p").status_code for _ in range(16)]
 
