@@ -148,6 +148,11 @@ class FaultProxy:
         with self._lock:
             return list(self._seen)
 
+    def took(self, action: Action, path: str = "") -> int:
+        """How many requests whose target matches `path` got `action`."""
+        pattern = re.compile(path)
+        return sum(1 for s in self.seen if s.action is action and pattern.search(s.target))
+
     def faults(self) -> int:
         """How many requests a rule other than PASS has taken."""
         return sum(1 for s in self.seen if s.action is not Action.PASS)
