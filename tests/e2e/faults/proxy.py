@@ -99,6 +99,7 @@ class FaultProxy:
         self._rules: list[Rule] = []
         self._lock = threading.Lock()
         self._seen: list[Seen] = []
+        self._finished: list[Seen] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._released: asyncio.Event | None = None
@@ -150,8 +151,12 @@ class FaultProxy:
 
     def took(self, action: Action, path: str = "") -> int:
         """How many requests whose target matches `path` got `action`."""
-        pattern = re.compile(path)
-        return sum(1 for s in self.seen if s.action is action and pattern.search(s.target))
+        return _count(self.seen, action, path)
+
+    def finished(self, action: Action, path: str = "") -> int:
+        """Like `took`, counting only requests the proxy is done with (answered or cut)."""
+        with self._lock:
+            return _count(self._finished, action, path)
 
     def faults(self) -> int:
         """How many requests a rule other than PASS has taken."""
@@ -221,8 +226,7 @@ class FaultProxy:
                 if rule.probability < 1.0 and self._rng.random() >= rule.probability:
                     continue
                 rule.hits += 1
-                action = rule.action
-                self._seen.append(Seen(method, target, action))
+                self._seen.append(Seen(method, target, rule.action))
                 return rule
             self._seen.append(Seen(method, target, Action.PASS))
             return None
@@ -246,6 +250,20 @@ class FaultProxy:
     ) -> None:
         rule = self._decide(request.method, request.target)
         action = rule.action if rule is not None else Action.PASS
+        try:
+            await self._apply(rule, action, request, reader, writer)
+        finally:
+            with self._lock:
+                self._finished.append(Seen(request.method, request.target, action))
+
+    async def _apply(
+        self,
+        rule: Rule | None,
+        action: Action,
+        request: _Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         if action is Action.CUT_BEFORE:
             return
         if action is Action.RESPOND:
@@ -286,6 +304,11 @@ class FaultProxy:
             self.abandoned += 1
             return False
         return True
+
+
+def _count(seen: list[Seen], action: Action, path: str) -> int:
+    pattern = re.compile(path)
+    return sum(1 for s in seen if s.action is action and pattern.search(s.target))
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,10 @@ def test_a_delayed_write_lands_after_a_later_one(
     assert wait_until(lambda: len(proxy.seen) == 1)
     k8s_api.merge_patch(f"{PODS}/p", {"metadata": {"labels": {"mark": "early"}}})
     assert label(k8s_api) == "early"
+    assert proxy.finished(Action.DELAY) == 0
     late.join(10)
     assert label(k8s_api) == "late"
+    assert proxy.finished(Action.DELAY, r"/pods/p$") == 1
 
 
 def test_hang_forwards_nothing_until_released(
