@@ -74,6 +74,13 @@ class Scheduler(SchedulerProcess):
         except httpx.HTTPError:
             return False
 
+    def synced(self) -> bool:
+        """The process has read the cluster (leader or not); False while it is not serving."""
+        try:
+            return "hami_scheduler_cache_synced 1.0" in self.metrics_text()
+        except httpx.HTTPError:
+            return False
+
     def metrics_text(self) -> str:
         return self.client.get(self.metrics_url, timeout=10.0).text
 
