@@ -2,8 +2,8 @@
 
 `FaultCluster` is the one place that starts processes and knows their addresses: each replica
 is a real `vgpu scheduler` whose kubeconfig points at its own `FaultProxy` in front of the API
-emulator. Where a listener moves (extender verbs, metrics), change `Scheduler.verbs_url` and
-`Scheduler.metrics_url` below and every scenario follows.
+emulator. `Scheduler` alone knows where its verbs and metrics are served (their own listeners
+where the scheduler has them), so every scenario follows when a listener moves.
 
 `LockReleaser` stands in for the device plugin's part of HAMi's node lock: it clears
 `hami.io/mutex.lock` once the pod that holds it is bound or gone (or after `stale` seconds),
@@ -16,7 +16,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +27,8 @@ import httpx
 
 from tests.e2e.faults.proxy import FaultProxy
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
-from tests.e2e.scheduler.harness import SchedulerProcess, wait_until
+from tests.e2e.scheduler.harness import SchedulerProcess, free_port, wait_until
+from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.domain import DomainError
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION, NVIDIA
@@ -47,17 +48,30 @@ def pods_path(namespace: str = "default") -> str:
     return f"/api/v1/namespaces/{namespace}/pods"
 
 
+# Newer schedulers serve the extender verbs and /metrics on listeners of their own (issue 8).
+SPLIT_LISTENERS = "extender" in SchedulerConfig.model_fields
+
+
 class Scheduler(SchedulerProcess):
-    """A scheduler process that can also be killed with SIGKILL and asked with short timeouts."""
+    """A scheduler process that can also be killed with SIGKILL and asked with short timeouts.
 
-    @property
-    def verbs_url(self) -> str:
-        """Where kube-scheduler sends /filter and /bind."""
-        return self.url
+    Every process gets free ports for all its listeners, so that replicas never collide.
+    """
 
-    @property
-    def metrics_url(self) -> str:
-        return self.url + "/metrics"
+    def __init__(self, workdir: Path, args: Sequence[str], env: Mapping[str, str], name: str):
+        super().__init__(workdir, args, env, name=name)
+        self.verbs_url = self.url  # where kube-scheduler sends /filter and /bind
+        self.metrics_url = self.url + "/metrics"
+        if SPLIT_LISTENERS:
+            verbs, metrics = free_port(), free_port()
+            self._args += [
+                "--extender-listen",
+                f"127.0.0.1:{verbs}",
+                "--metrics-listen",
+                f"127.0.0.1:{metrics}",
+            ]
+            self.verbs_url = f"http://127.0.0.1:{verbs}"
+            self.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
@@ -199,6 +213,12 @@ class FaultCluster:
         assert found is not None, f"pod {namespace}/{name} is gone"
         return found
 
+    def release_lock(self, node: str) -> None:
+        """What the device plugin does once it has served a pod's Allocate."""
+        self.api.merge_patch(
+            f"{NODES}/{node}", {"metadata": {"annotations": {NODE_LOCK_ANNOTATION: None}}}
+        )
+
     def scrapes(self, *replicas: Replica) -> dict[str, Any]:
         """name -> a function returning that replica's /metrics, for the ledger checks."""
         return {r.name: r.process.metrics_text for r in replicas}
@@ -221,10 +241,9 @@ class LockReleaser:
         self._stale = stale
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lock-releaser", daemon=True)
-        self.released = 0
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while not self._stop.wait(0.1):
             try:
                 self.release_finished()
             except (httpx.HTTPError, RuntimeError):
@@ -239,7 +258,6 @@ class LockReleaser:
                     f"{NODES}/{meta['name']}",
                     {"metadata": {"annotations": {NODE_LOCK_ANNOTATION: None}}},
                 )
-                self.released += 1
 
     def _done(self, value: str) -> bool:
         try:

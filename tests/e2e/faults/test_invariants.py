@@ -124,11 +124,10 @@ def test_a_clean_run_passes_and_a_fresh_replica_agrees(faults: FaultCluster) -> 
     assert sorted(u.memory for u in ledger.values()) == [3000, 6000]
 
 
-def test_the_checker_sees_an_over_commit_written_behind_the_schedulers_back(
+def test_the_checker_counts_grants_written_behind_the_schedulers_back(
     faults: FaultCluster,
 ) -> None:
     faults.add_node("n1", cards=1, memory=10000)
-    leader = faults.replica("leader")
     for name in ("a", "b"):
         notes = {
             "hami.io/vgpu-node": "n1",
@@ -140,5 +139,3 @@ def test_the_checker_sees_an_over_commit_written_behind_the_schedulers_back(
         )
     with pytest.raises(AssertionError, match=r"MiB 16000 of 10000.*default/a, default/b"):
         assert_capacity(faults.api)
-    # the scheduler counts what the API says, so the ledgers still agree
-    assert_ledgers_agree(faults.api, faults.scrapes(leader))

@@ -99,7 +99,7 @@ def test_times_bounds_a_rule_and_other_requests_are_untouched(
 def test_a_delayed_write_lands_after_a_later_one(
     client: httpx.Client, proxy: FaultProxy, k8s_api: RunningApiServer, pod: dict[str, Any]
 ) -> None:
-    proxy.add(Rule(Action.DELAY, "PATCH", r"/pods/p$", times=1, seconds=1.0))
+    proxy.add(Rule(Action.DELAY, "PATCH", r"/pods/p$", times=1, seconds=2.0))
     late = threading.Thread(target=patch, args=(client, "late"))
     late.start()
     assert wait_until(lambda: len(proxy.seen) == 1)
@@ -108,7 +108,7 @@ def test_a_delayed_write_lands_after_a_later_one(
     assert proxy.finished(Action.DELAY) == 0
     late.join(10)
     assert label(k8s_api) == "late"
-    assert proxy.finished(Action.DELAY, r"/pods/p$") == 1
+    assert wait_until(lambda: proxy.finished(Action.DELAY, r"/pods/p$") == 1)
 
 
 def test_hang_forwards_nothing_until_released(
