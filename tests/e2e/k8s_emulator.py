@@ -64,6 +64,9 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     _writes: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
     _held: bool = attrs.field(default=False, init=False)
+    # None keeps every request (`list(emulator)`); a number keeps only that many recent ones.
+    # kmock matches each request against the whole log, so long runs (soaks) set a bound.
+    request_log_limit: int | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -98,6 +101,9 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
 
     # request handling ---------------------------------------------------------------------
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        limit = self.request_log_limit
+        if limit is not None and len(self._requests) > 2 * limit:
+            del self._requests[:-limit]
         resource, method = request.resource, str(request.method.value).upper()
         if resource is None or method in ("GET", "HEAD", "OPTIONS"):
             return await super()._handle(request)

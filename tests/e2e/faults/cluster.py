@@ -146,6 +146,8 @@ class FaultCluster:
         self.seed = seed
         self.replicas: list[Replica] = []
         self.nodes: list[str] = []
+        # the proxies log what each replica sent; the emulator's own log would only slow down
+        api.emulator.request_log_limit = 50
 
     def add_node(self, name: str, cards: int = 1, memory: int = 10000, split: int = 4) -> None:
         register = [

@@ -31,6 +31,7 @@ import json
 import random
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,7 @@ class Seen:
     method: str
     target: str
     action: Action
+    at: float = field(default_factory=time.monotonic)
 
 
 class FaultProxy:

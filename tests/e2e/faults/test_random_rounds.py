@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.faults.cluster import FaultCluster, LockReleaser
-from tests.e2e.faults.workload import RandomRounds
+from tests.e2e.faults.workload import SPREAD, RandomRounds
 
 SEED = int(os.environ.get("VGPU_FAULT_SEED", "1"))
 ROUNDS = int(os.environ.get("VGPU_FAULT_ROUNDS", "200"))
@@ -22,10 +22,10 @@ MakeRounds = Callable[..., RandomRounds]
 
 @pytest.fixture()
 def make_rounds(faults: FaultCluster) -> Iterator[MakeRounds]:
-    """Two nodes of two 10000 MiB cards (4 slices each), one scheduler, locks released."""
-    for name in ("n1", "n2"):
+    """Three nodes of two 10000 MiB cards (4 slices each), one scheduler, locks released."""
+    for name in ("n1", "n2", "n3"):
         faults.add_node(name, cards=2, memory=10000, split=4)
-    replica = faults.replica("leader")
+    replica = faults.replica("leader", env=SPREAD)
     made: list[RandomRounds] = []
 
     def make(**options: Any) -> RandomRounds:

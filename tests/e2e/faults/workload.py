@@ -27,6 +27,8 @@ from tests.e2e.scheduler.harness import wait_until
 POD_WRITE = r"/namespaces/default/pods/[^/?]+(\?|$)"
 BINDING = r"/pods/[^/]+/binding"
 NODE_WRITE = r"/api/v1/nodes/[^/?]+(\?|$)"
+# pods spread over nodes, so that concurrent binds do not all queue for one node's lock
+SPREAD = {"VGPU_NODE_POLICY": "spread"}
 
 
 def _fault(
@@ -91,7 +93,7 @@ class RandomRounds:
         seed: int,
         concurrency: int = 4,
         faults: bool = True,
-        keep: float = 0.4,
+        keep: float = 0.5,
         after_bind: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
@@ -99,9 +101,10 @@ class RandomRounds:
         self.seed = seed
         self.concurrency = concurrency
         self.faults = faults
-        self.keep = keep  # chance that a pod stays (holding its cards) into the next rounds
+        self.keep = keep  # chance, each round, that a placed pod stays on (holding its cards)
         self.after_bind = after_bind  # called with the node after each successful bind
         self.figures = Figures()
+        self._kept: list[str] = []  # pods of earlier rounds that still hold their cards
         self._pool = ThreadPoolExecutor(max_workers=concurrency)
 
     def close(self) -> None:
@@ -133,6 +136,7 @@ class RandomRounds:
         """Delete every pod, so that one broken round does not break all the next ones."""
         for pod in self.cluster.api.list_items(pods_path()):
             self.cluster.api.delete(f"{pods_path()}/{pod['metadata']['name']}")
+        self._kept = []
         wait_until(lambda: not self.check(settle=0.0), 10)
 
     def run_round(self, index: int) -> list[str]:
@@ -163,11 +167,21 @@ class RandomRounds:
         if problems:
             faults = ", ".join(chosen) or "none"
             return [f"round {index} (seed {self.seed}, faults: {faults}):", *problems]
-        for pod, result in zip(pods, results, strict=True):
-            done = rng.random() >= self.keep
-            if done or result == "unplaced":  # kube-scheduler's retries are not modelled
-                self.cluster.api.delete(f"{pods_path()}/{pod['metadata']['name']}")
+        self._retire(pods, results, rng)
         return []
+
+    def _retire(self, pods: list[dict[str, Any]], results: list[str], rng: random.Random) -> None:
+        """Delete the pods whose work is done (each placed pod stays with chance `keep`, round
+        after round) and the unplaced ones (kube-scheduler's retries are not modelled)."""
+        names = [p["metadata"]["name"] for p in pods]
+        placed = [n for n, r in zip(names, results, strict=True) if r != "unplaced"]
+        gone = [n for n, r in zip(names, results, strict=True) if r == "unplaced"]
+        staying = []
+        for name in self._kept + placed:
+            (staying if rng.random() < self.keep else gone).append(name)
+        for name in gone:
+            self.cluster.api.delete(f"{pods_path()}/{name}")
+        self._kept = staying
 
     def check(self, settle: float = 5.0) -> list[str]:
         """Capacity in the API, then the replica's ledger against the API's (after settling)."""
