@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -279,8 +278,3 @@ class LockReleaser:
         finally:
             self._stop.set()
             self._thread.join(5)
-
-
-def settle(seconds: float) -> None:
-    """Let in-flight work finish (used only where nothing observable can be polled)."""
-    time.sleep(seconds)

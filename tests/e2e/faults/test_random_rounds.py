@@ -15,7 +15,7 @@ from tests.e2e.faults.cluster import FaultCluster, LockReleaser
 from tests.e2e.faults.workload import SPREAD, RandomRounds
 
 SEED = int(os.environ.get("VGPU_FAULT_SEED", "1"))
-ROUNDS = int(os.environ.get("VGPU_FAULT_ROUNDS", "200"))
+ROUNDS = int(os.environ.get("VGPU_FAULT_ROUNDS", "150"))
 
 MakeRounds = Callable[..., RandomRounds]
 
