@@ -9,7 +9,8 @@ expression searched in the request target (path and query), and what to do:
     HANG        do not forward until `release()` (or the client hangs up)
     CUT_BEFORE  close the client's connection without forwarding: the call never happened
     CUT_AFTER   forward, let the API answer, close the client's connection without the answer:
-                the call committed but its caller cannot know
+                the call committed but its caller cannot know (not for watches: their answer
+                only ends when the watch does)
     RESPOND     answer `status` with a Kubernetes Status body, without forwarding
 
 `times` bounds how many requests a rule takes (None: all), `probability` lets it take only
@@ -220,7 +221,8 @@ class FaultProxy:
             self._released.set()
             self._released = asyncio.Event()
 
-    def _decide(self, method: str, target: str) -> Rule | None:
+    def _decide(self, method: str, target: str) -> Rule:
+        """The first rule that takes the request, or `_FORWARD`."""
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, target):
@@ -231,7 +233,7 @@ class FaultProxy:
                 self._seen.append(Seen(method, target, rule.action))
                 return rule
             self._seen.append(Seen(method, target, Action.PASS))
-            return None
+            return _FORWARD
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections.add(writer)
@@ -251,30 +253,27 @@ class FaultProxy:
         self, request: _Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         rule = self._decide(request.method, request.target)
-        action = rule.action if rule is not None else Action.PASS
         try:
-            await self._apply(rule, action, request, reader, writer)
+            await self._apply(rule, request, reader, writer)
         finally:
             with self._lock:
-                self._finished.append(Seen(request.method, request.target, action))
+                self._finished.append(Seen(request.method, request.target, rule.action))
 
     async def _apply(
         self,
-        rule: Rule | None,
-        action: Action,
+        rule: Rule,
         request: _Request,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
+        action = rule.action
         if action is Action.CUT_BEFORE:
             return
         if action is Action.RESPOND:
-            assert rule is not None
             writer.write(_status_response(rule.status, str(rule)))
             await writer.drain()
             return
         if action is Action.DELAY:
-            assert rule is not None
             await asyncio.sleep(rule.seconds)
         if action is Action.HANG and not await self._hold(reader):
             return  # the client gave up while held: nothing was forwarded
@@ -306,6 +305,9 @@ class FaultProxy:
             self.abandoned += 1
             return False
         return True
+
+
+_FORWARD = Rule(Action.PASS)  # what happens to a request no rule takes
 
 
 def _count(seen: list[Seen], action: Action, path: str) -> int:
