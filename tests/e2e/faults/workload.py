@@ -176,7 +176,7 @@ class RandomRounds:
         names = [p["metadata"]["name"] for p in pods]
         placed = [n for n, r in zip(names, results, strict=True) if r != "unplaced"]
         gone = [n for n, r in zip(names, results, strict=True) if r == "unplaced"]
-        staying = []
+        staying: list[str] = []
         for name in self._kept + placed:
             (staying if rng.random() < self.keep else gone).append(name)
         for name in gone:
