@@ -2,19 +2,21 @@
 
 For each cluster size it builds the same cluster twice: vgpu's state (a Ledger kept
 incrementally, plus a QuotaBook) and HAMi's (a pod cache of decoded grants, usage rebuilt from
-every pod on each call; see bench/hami_baseline.py). Then it answers the same filter calls with
-both, interleaved, checks that both pick the same node and cards, and prints the latency
-(median, p99), the throughput, the ratio, HAMi's published Go figures, and the memory the
-scheduler state takes (tracemalloc).
+every pod on each call; see bench/hami_baseline.py). Then it answers the same filter calls three
+ways, interleaved: vgpu before the index (`decide` over every node's view), vgpu indexed
+(`Ledger.decide`) and HAMi-style; checks that all three pick the same node and cards, and prints
+the latency (median, p99), the throughput, HAMi's published Go figures, the time for a pod that
+fits nowhere, and the memory the scheduler state takes (tracemalloc).
 
-One filter call = fit and score every node of the cluster + record the grant (vgpu: Ledger.grant
-and QuotaBook.charge; HAMi: addPod). Parsing the pod is the same for both and not timed.
+One filter call = decide among every node of the cluster + record the grant (vgpu: Ledger.grant
+and QuotaBook.charge; HAMi: addPod). Parsing the pod is the same for all and not timed.
 
     .venv/bin/python bench/filter_domain.py            # the four sizes of the issue
     .venv/bin/python bench/filter_domain.py --quick    # two small sizes, a few seconds
 """
 
 import argparse
+import gc
 import sys
 import time
 import tracemalloc
@@ -39,15 +41,21 @@ from hami_baseline import HamiStyleScheduler
 
 from vgpu.domain import (
     NVIDIA,
+    Budget,
     Decision,
     Ledger,
+    NoPlacement,
     Placement,
+    PodPlan,
     QuotaBook,
+    SchedulingConfig,
     decide,
     decode_node_devices,
     decode_pod_grants,
     encode_node_devices,
     limits_from_hard,
+    plan_pod,
+    pod_from_manifest,
 )
 
 # HAMi's Go scheduler, per filter call (Project-HAMi/HAMi issue #3021)
@@ -92,7 +100,43 @@ def traced(build: Any) -> tuple[Any, float, float]:
 def same(a: Decision, b: Decision) -> bool:
     if isinstance(a, Placement) and isinstance(b, Placement):
         return a.node == b.node and a.grants == b.grants
-    return type(a) is type(b)
+    if isinstance(a, NoPlacement) and isinstance(b, NoPlacement):
+        return a.rejections == b.rejections
+    return False
+
+
+class Timings:
+    """Wall and CPU seconds of each call of one contender."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def call(self, work: Callable[[], Decision], keep: bool) -> Decision:
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        decision = work()
+        end, end_cpu = time.perf_counter(), time.thread_time()
+        if keep:
+            self.wall.append(end - start)
+            self.cpu.append(end_cpu - start_cpu)
+        return decision
+
+    def stats(self) -> dict[str, float]:
+        figures = stats_ms(self.wall)
+        figures["cpu_median_ms"] = stats_ms(self.cpu)["median_ms"]
+        return figures
+
+
+def no_fit_plan() -> PodPlan:
+    """A pod that fits nowhere in the benchmark clusters: eight whole cards, exclusively."""
+    limits = {"nvidia.com/gpu": "8", "nvidia.com/gpucores": "100"}
+    manifest = {
+        "metadata": {"name": "whole-node", "namespace": NAMESPACES[0]},
+        "spec": {"containers": [{"name": "main", "resources": {"limits": limits}}]},
+    }
+    plan = plan_pod(pod_from_manifest(manifest), SchedulingConfig())
+    assert plan is not None
+    return plan
 
 
 def measure(size: Size, calls: int) -> dict[str, Any]:
@@ -100,44 +144,54 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
     (ledger, quota), vgpu_mib, vgpu_peak = traced(lambda: build_vgpu_state(cluster, size))
     hami, hami_mib, hami_peak = traced(lambda: build_hami_state(cluster))
     decode_seconds = min(_decode_all(cluster) for _ in range(3))
+    gc.collect()
+    gc.freeze()  # as the scheduler does once synced: collections skip the state built so far
 
     nodes = ledger.nodes()
     views_seconds = _median_of(5, lambda: [ledger.view(n) for n in nodes])
     rebuild_seconds = _median_of(5, hami.usage)
-    ours: list[float] = []
-    theirs: list[float] = []
-    ours_cpu: list[float] = []
-    theirs_cpu: list[float] = []
+    before, indexed, baseline = Timings(), Timings(), Timings()
     placed = mismatches = 0
     warmup = 2
     for i, plan in enumerate(incoming_plans(calls + warmup)):
         budget = quota.budget(plan.namespace)
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        decision = decide(plan, [ledger.view(n) for n in nodes], budget)
-        if isinstance(decision, Placement):
-            ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
-            quota.charge(plan.key, plan.namespace, decision.grants, plan.init_count)
-        middle, middle_cpu = time.perf_counter(), time.thread_time()
-        baseline = hami.filter(plan, nodes, budget)
-        if isinstance(baseline, Placement):
-            hami.add_decoded(plan.key, baseline.node, baseline.grants)
-        end, end_cpu = time.perf_counter(), time.thread_time()
-        # undo, so that every call sees the cluster as built (untimed)
-        ledger.release(plan.key)
-        quota.refund(plan.key)
-        hami.remove_pod(plan.key)
-        if i < warmup:
-            continue
-        ours.append(middle - start)
-        theirs.append(end - middle)
-        ours_cpu.append(middle_cpu - start_cpu)
-        theirs_cpu.append(end_cpu - middle_cpu)
-        placed += isinstance(decision, Placement)
-        mismatches += not same(decision, baseline)
-    vgpu = stats_ms(ours)
-    hami_stats = stats_ms(theirs)
-    vgpu["cpu_median_ms"] = stats_ms(ours_cpu)["median_ms"]
-    hami_stats["cpu_median_ms"] = stats_ms(theirs_cpu)["median_ms"]
+        keep = i >= warmup
+
+        def record(decision: Decision, plan: PodPlan = plan) -> Decision:
+            if isinstance(decision, Placement):
+                ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
+                quota.charge(plan.key, plan.namespace, decision.grants, plan.init_count)
+            return decision
+
+        def undo(plan: PodPlan = plan) -> None:  # every call sees the cluster as built (untimed)
+            ledger.release(plan.key)
+            quota.refund(plan.key)
+            hami.remove_pod(plan.key)
+
+        exhaustive = before.call(
+            lambda p=plan, b=budget: record(decide(p, [ledger.view(n) for n in nodes], b)), keep
+        )
+        undo()
+        fast = indexed.call(lambda p=plan, b=budget: record(ledger.decide(p, nodes, b)), keep)
+        undo()
+        theirs = baseline.call(lambda p=plan, b=budget: _hami_filter(hami, p, nodes, b), keep)
+        undo()
+        if keep:
+            placed += isinstance(fast, Placement)
+            mismatches += not (same(fast, exhaustive) and same(exhaustive, theirs))
+    refused = no_fit_plan()
+    budget = quota.budget(refused.namespace)
+    cpu = time.thread_time  # CPU time: these are single calls, easily hit by a busy machine
+    no_fit = {
+        "decide": _median_of(
+            3, lambda: decide(refused, [ledger.view(n) for n in nodes], budget), cpu
+        ),
+        "indexed_first": _median_of(1, lambda: ledger.decide(refused, nodes, budget), cpu),
+        "indexed_again": _median_of(5, lambda: ledger.decide(refused, nodes, budget), cpu),
+    }
+    no_fit = {label: seconds * 1e3 for label, seconds in no_fit.items()}
+    mismatches += not isinstance(ledger.decide(refused, nodes, budget), NoPlacement)
+    vgpu, fast_stats, hami_stats = before.stats(), indexed.stats(), baseline.stats()
     return {
         "nodes": size.nodes,
         "gpus_per_node": size.gpus,
@@ -146,9 +200,12 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
         "placed": placed,
         "decisions_differing": mismatches,
         "vgpu": vgpu,
+        "vgpu_indexed": fast_stats,
         "hami_style_python": hami_stats,
         "ratio_median": hami_stats["median_ms"] / vgpu["median_ms"],
         "ratio_cpu_median": hami_stats["cpu_median_ms"] / vgpu["cpu_median_ms"],
+        "indexed_speedup_median": vgpu["median_ms"] / fast_stats["median_ms"],
+        "no_fit_ms": no_fit,
         "hami_go_ms": HAMI_GO_MS.get((size.nodes, size.gpus, size.pods)),
         "decode_all_grants_ms": decode_seconds * 1e3,
         "state_work_ms": {
@@ -164,13 +221,24 @@ def measure(size: Size, calls: int) -> dict[str, Any]:
     }
 
 
-def _median_of(times: int, work: Callable[[], object]) -> float:
-    """Median wall time of `work()` over `times` runs."""
+def _hami_filter(
+    hami: HamiStyleScheduler, plan: PodPlan, nodes: list[str], budget: Budget
+) -> Decision:
+    decision = hami.filter(plan, nodes, budget)
+    if isinstance(decision, Placement):
+        hami.add_decoded(plan.key, decision.node, decision.grants)
+    return decision
+
+
+def _median_of(
+    times: int, work: Callable[[], object], clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Median time of `work()` over `times` runs (wall time unless another clock is given)."""
     spent = []
     for _ in range(times):
-        start = time.perf_counter()
+        start = clock()
         work()
-        spent.append(time.perf_counter() - start)
+        spent.append(clock() - start)
     return sorted(spent)[times // 2]
 
 
@@ -184,15 +252,26 @@ def _decode_all(cluster: Cluster) -> float:
 LATENCY = (
     ("cluster", lambda r: f"{r['nodes']:,} x {r['gpus_per_node']}, {r['running_pods']:,} pods"),
     ("calls", lambda r: str(r["filter_calls"])),
-    ("vgpu median ms", lambda r: f"{r['vgpu']['median_ms']:.2f}"),
-    ("vgpu p99 ms", lambda r: f"{r['vgpu']['p99_ms']:.2f}"),
-    ("vgpu CPU ms", lambda r: f"{r['vgpu']['cpu_median_ms']:.2f}"),
-    ("vgpu calls/s", lambda r: f"{r['vgpu']['per_second']:,.1f}"),
+    ("before: decide median ms", lambda r: f"{r['vgpu']['median_ms']:.2f}"),
+    ("before p99 ms", lambda r: f"{r['vgpu']['p99_ms']:.2f}"),
+    ("indexed median ms", lambda r: f"{r['vgpu_indexed']['median_ms']:.3f}"),
+    ("indexed p99 ms", lambda r: f"{r['vgpu_indexed']['p99_ms']:.3f}"),
+    ("indexed CPU ms", lambda r: f"{r['vgpu_indexed']['cpu_median_ms']:.3f}"),
+    ("indexed calls/s", lambda r: f"{r['vgpu_indexed']['per_second']:,.0f}"),
     ("HAMi-style median ms", lambda r: f"{r['hami_style_python']['median_ms']:.2f}"),
     ("HAMi-style p99 ms", lambda r: f"{r['hami_style_python']['p99_ms']:.2f}"),
     ("HAMi-style CPU ms", lambda r: f"{r['hami_style_python']['cpu_median_ms']:.2f}"),
-    ("HAMi-style / vgpu", lambda r: f"{r['ratio_median']:.2f}x"),
+    (
+        "HAMi-style / indexed",
+        lambda r: f"{r['hami_style_python']['median_ms'] / r['vgpu_indexed']['median_ms']:.0f}x",
+    ),
     ("HAMi Go ms", lambda r: "-" if r["hami_go_ms"] is None else f"{r['hami_go_ms']}"),
+)
+NO_FIT = (
+    ("cluster", LATENCY[0][1]),
+    ("before: decide CPU ms", lambda r: f"{r['no_fit_ms']['decide']:.2f}"),
+    ("indexed, first CPU ms", lambda r: f"{r['no_fit_ms']['indexed_first']:.2f}"),
+    ("indexed, retried CPU ms", lambda r: f"{r['no_fit_ms']['indexed_again']:.2f}"),
 )
 STATE = (
     ("cluster", LATENCY[0][1]),
@@ -251,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         calls = args.calls or size.calls
         print(f"measuring {size.label} ({calls} filter calls)...", file=sys.stderr)
         row = measure(size, calls)
+        gc.unfreeze()  # let this size's state go before the next is built
         rows.append(row)
         if row["decisions_differing"]:
             print(
@@ -259,10 +339,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     print(table(rows, LATENCY))
     print(
-        "\nOne call: fit and score every node, then record the grant. HAMi-style: the same fit "
-        "and score\nafter rebuilding usage from every pod (HAMi's getNodesUsage), in Python. "
-        "CPU ms: median\nCPU time of the call (wall time minus time the machine gave to others). "
-        "HAMi Go: HAMi's own\nscheduler per filter call, HAMi issue #3021.\n"
+        "\nOne call: choose a node among all, then record the grant. before: fit and score every "
+        "node\n(`decide`). indexed: `Ledger.decide`, the same answer from the ledger's index. "
+        "HAMi-style: `decide`\nafter rebuilding usage from every pod (HAMi's getNodesUsage), in "
+        "Python. CPU ms: median CPU\ntime of the call. HAMi Go: HAMi's own scheduler per filter "
+        "call, HAMi issue #3021.\n"
+    )
+    print(table(rows, NO_FIT))
+    print(
+        "\nA pod that fits nowhere (8 whole cards, exclusive): every node's rejection, median CPU "
+        "time. first:\nthe first call for this pod. retried: the same pod again, the cluster "
+        "unchanged, as kube-scheduler\nretries it (rejections are remembered per node until the "
+        "node changes).\n"
     )
     print(table(rows, STATE))
     print(

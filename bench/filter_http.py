@@ -64,7 +64,8 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
-def start(path: Path, port: int) -> subprocess.Popen[bytes]:
+def start(path: Path, port: int, extender_port: int) -> subprocess.Popen[bytes]:
+    """The scheduler with its webhook (and /readyz) on `port`, the verbs on `extender_port`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
     env["VGPU_LOG_LEVEL"] = "WARNING"
     command = [
@@ -76,6 +77,10 @@ def start(path: Path, port: int) -> subprocess.Popen[bytes]:
         str(path),
         "--listen",
         f"127.0.0.1:{port}",
+        "--extender-listen",
+        f"127.0.0.1:{extender_port}",
+        "--metrics-listen",
+        f"127.0.0.1:{free_port()}",
     ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -90,11 +95,11 @@ def start(path: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 def measure(nodes: int, requests: int, threads: int, directory: Path) -> dict[str, float]:
-    port = free_port()
-    process = start(cluster_file(directory, nodes), port)
+    extender_port = free_port()
+    process = start(cluster_file(directory, nodes), free_port(), extender_port)
     names = [f"node-{n:04d}" for n in range(nodes)]
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        with httpx.Client(base_url=f"http://127.0.0.1:{extender_port}", timeout=30) as client:
 
             def one(i: int) -> float:
                 body = {"Pod": pod(f"p{nodes}-{i}"), "Nodes": None, "NodeNames": names}

@@ -12,7 +12,10 @@ HTTP for list, get, create, merge/JSON patch and delete) plus what kmock lacks a
   selectors `spec.nodeName`, `metadata.name`, `metadata.namespace`, `status.phase`;
 - PUT (replace), which Lease-based leader election uses;
 - `POST .../pods/<name>/binding`, answered like kube-apiserver with a `Status` (201), 409 when
-  the pod is already bound or the Binding's uid is not the pod's.
+  the pod is already bound or the Binding's uid is not the pod's;
+- slow answers for fault injection: `delay(method, path_part, seconds)` holds back the answer
+  of matching requests *after* they took effect (a write that commits but times out, or a
+  hanging Lease call) until the time passes or `end_delays()`.
 
 Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which starts a
 `RunningApiServer` (this module) on 127.0.0.1 and stops it afterwards.
@@ -21,6 +24,7 @@ Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which start
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import threading
@@ -64,6 +68,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     _writes: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
     _held: bool = attrs.field(default=False, init=False)
+    _delays: list[tuple[str, str, float]] = attrs.field(factory=list, init=False)
+    _undelayed: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     # None keeps every request (`list(emulator)`); a number keeps only that many recent ones.
     # kmock matches each request against the whole log, so long runs (soaks) set a bound.
     request_log_limit: int | None = attrs.field(default=None, init=False)
@@ -99,11 +105,30 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         await self.drop_watches()
         self._held = False
 
+    async def delay(self, method: str, path_part: str, seconds: float) -> None:
+        """Hold back answers to `method` requests whose path contains `path_part`."""
+        self._delays.append((method.upper(), path_part, seconds))
+        self._undelayed.clear()
+
+    async def end_delays(self) -> None:
+        """Answer every held-back request now, and hold back nothing from now on."""
+        self._delays.clear()
+        self._undelayed.set()
+
     # request handling ---------------------------------------------------------------------
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         limit = self.request_log_limit
         if limit is not None and len(self._requests) > 2 * limit:
             del self._requests[:-limit]
+        response = await self._handle_now(request)
+        method, path = str(request.method.value).upper(), request.url.path
+        for wanted, part, seconds in list(self._delays):
+            if wanted == method and part in path:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._undelayed.wait(), seconds)
+        return response
+
+    async def _handle_now(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         resource, method = request.resource, str(request.method.value).upper()
         if resource is None or method in ("GET", "HEAD", "OPTIONS"):
             return await super()._handle(request)
@@ -506,6 +531,7 @@ class RunningApiServer:
         if self._http is not None:
             self._http.close()
         if self._loop is not None and self._stopping is not None:
+            self.end_delays()  # a held-back answer must not hold up the shutdown
             self._loop.call_soon_threadsafe(self._stopping.set)
         self._thread.join(15)
 
@@ -553,6 +579,14 @@ class RunningApiServer:
     def drop_watches(self) -> None:
         """Close every open watch stream; clients reconnect from their last resourceVersion."""
         self._call(self.emulator.drop_watches())
+
+    def delay(self, method: str, path_part: str, seconds: float) -> None:
+        """Answer `method` requests whose path contains `path_part` only after `seconds`
+        (they take effect at once): e.g. `delay("POST", "/binding", 5)`."""
+        self._call(self.emulator.delay(method, path_part, seconds))
+
+    def end_delays(self) -> None:
+        self._call(self.emulator.end_delays())
 
     def requests(self, method: str, path_prefix: str = "") -> list[Any]:
         """Requests clients sent with `method` (e.g. "GET") whose path starts with the prefix."""

@@ -1,13 +1,17 @@
 """The `vgpu` command. Each sub-command lives in its own module with a `register` function.
 
 Only the module of the command being run is imported, so one command's heavy or broken
-imports (FastAPI, gRPC, matplotlib) never slow down or break another.
+imports (FastAPI, gRPC, matplotlib) never slow down or break another. `--log-level` and
+`--log-json` are added to every sub-command here; `--version` belongs to `vgpu` itself.
 """
 
 import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+from vgpu.app import logs
 
 # name -> (module with `register(subparsers)` that sets `run` on its parser, one-line summary)
 COMMANDS = {
@@ -23,7 +27,30 @@ COMMANDS = {
         "vgpu.app.device_plugin.cli",
         "run the per-node device plugin (kubelet gRPC + node registration)",
     ),
+    "monitor": ("vgpu.app.monitor.cli", "serve per-container GPU usage from HAMi-core's regions"),
+    "explain": ("vgpu.app.explain.cli", "say why a GPU pod is Pending and what would make it fit"),
 }
+
+
+def package_version() -> str:
+    try:
+        return version("vgpu")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+def add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """`--log-level` (unless the command has its own) and `--log-json`."""
+    if "--log-level" not in parser._option_string_actions:
+        parser.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=logs.LEVELS,
+            help="least severe messages to log (default INFO, or the command's setting)",
+        )
+    parser.add_argument(
+        "--log-json", action="store_true", help="log one JSON object per line instead of text"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,14 +60,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="GPU sharing for Kubernetes (HAMi-compatible): scheduler extender, "
         "device plugin and simulator.",
     )
+    parser.add_argument("--version", action="version", version=f"vgpu {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = words[0] if words and words[0] in COMMANDS else None
     for name, (module, summary) in COMMANDS.items():
         if name == chosen:
             importlib.import_module(module).register(subparsers)
+            add_log_flags(subparsers.choices[name])
         else:
             subparsers.add_parser(name, help=summary)
     args = parser.parse_args(words)
+    level = getattr(args, "log_level", None)
+    if level or args.log_json:
+        logs.configure(level, args.log_json)
     code: int = args.run(args)
     return code
 

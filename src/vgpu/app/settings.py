@@ -54,6 +54,7 @@ def load_settings(
 ) -> Settings:
     """Defaults < file < environment < overrides (None values ignored); ConfigError if bad.
 
+    An override key may be dotted (`extender.port`) to set one nested field.
     `command` names the program in messages; `aliases` maps other variable names to a field
     (`NODE_NAME` -> `node_name`), read when set and not empty, below the `VGPU_*` names.
     """
@@ -68,10 +69,10 @@ def load_settings(
         _record(sources, dotted.split("."), name)
     for key, value in (overrides or {}).items():
         if value is not None:
-            values[key] = value
+            _set_nested(values, key.split("."), value)
             for dotted in [d for d in sources if d.startswith(f"{key}.")]:
                 del sources[dotted]
-            sources[key] = "command line"
+            _record(sources, key.split("."), "command line")
     try:
         return model.model_validate(values)
     except ValidationError as exc:
@@ -154,6 +155,15 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             _merge(base[key], value)
         else:
             base[key] = value
+
+
+def _set_nested(values: dict[str, Any], path: list[str], value: Any) -> None:
+    target = values
+    for part in path[:-1]:
+        if not isinstance(target.get(part), dict):
+            target[part] = {}
+        target = target[part]
+    target[path[-1]] = value
 
 
 def _record(sources: dict[str, str], path: list[str], origin: str) -> None:

@@ -2,7 +2,8 @@
 
 Follows HAMi v2.10 (seed 003, contracts.md 3.4) and fixes what it gets wrong: invalid
 quantities and privileged GPU containers are denied with a message instead of being left
-Pending forever.
+Pending forever, and the annotations and label that make a pod hold a card are removed from
+every pod admitted, GPU or not (scheduler_owned.py says which), so no tenant can bring its own.
 """
 
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from vgpu.domain.errors import DomainError
 from vgpu.domain.pod import Container, pod_from_manifest
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.request import ContainerRequest, asks_for_gpu, parse_request
+from vgpu.domain.scheduler_owned import is_scheduler_owned_annotation, is_scheduler_owned_label
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -46,6 +48,26 @@ def admit(
     manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget = UNLIMITED
 ) -> AdmissionDecision:
     """Decide what to do with a pod being created. Never raises for bad pod content."""
+    decision = _decide(manifest, config, budget)
+    removals = _scheduler_owned_removals(manifest)
+    if not decision.allowed or not removals:
+        return decision
+    removed = "; ".join(f"{field} {', '.join(keys)}" for field, keys in removals.items())
+    patch = tuple(
+        {"op": "remove", "path": f"/metadata/{field}/{_escape(key)}"}
+        for field, keys in removals.items()
+        for key in keys
+    )
+    return AdmissionDecision(
+        True,
+        f"{decision.message}; removed scheduler-owned {removed}",
+        (*patch, *decision.patch),
+    )
+
+
+def _decide(
+    manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget
+) -> AdmissionDecision:
     spec = manifest.get("spec") or {}
     if not isinstance(spec, Mapping):
         return AdmissionDecision(False, "pod spec must be an object")
@@ -174,6 +196,24 @@ def _limit_patches(
         {"op": "add", "path": f"{base}/resources/limits/{_escape(name)}", "value": value}
         for name, value in limits.items()
     ]
+
+
+def _scheduler_owned_removals(manifest: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The scheduler-owned keys present, by metadata field; empty when there are none."""
+    meta = manifest.get("metadata")
+    if not isinstance(meta, Mapping):
+        return {}
+    found: dict[str, list[str]] = {}
+    for field_name, owned in (
+        ("annotations", is_scheduler_owned_annotation),
+        ("labels", is_scheduler_owned_label),
+    ):
+        present = meta.get(field_name)
+        if isinstance(present, Mapping):
+            keys = [k for k in present if isinstance(k, str) and owned(k)]
+            if keys:
+                found[field_name] = keys
+    return found
 
 
 def _slots(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -19,6 +19,7 @@ from vgpu.domain.vendor import NVIDIA
 REGISTER = NVIDIA.register_annotation
 GRANTS = NVIDIA.allocated_annotation
 _INT32 = (-(2**31), 2**31 - 1)
+_ID_SEPARATORS = frozenset(",:;")
 
 
 def encode_node_devices(devices: Sequence[Device]) -> str:
@@ -42,13 +43,43 @@ def _device_json(device: Device) -> dict[str, Any]:
 
 
 def decode_node_devices(text: str, annotation: str = REGISTER) -> list[Device]:
-    """Cards from any HAMi register format; CodecError names what is wrong and where."""
+    """Cards from any HAMi register format; CodecError names what is wrong and where.
+
+    A card id must be usable inside a grant, so one holding a grant separator, whitespace or a
+    control character is refused, and so is an id listed twice: either would let one card be
+    read as another, or the same card be granted twice to one container.
+    """
     stripped = text.strip()
     if stripped.startswith(("[", "{")):
-        return _decode_json_devices(stripped, annotation)
-    if stripped == "":
+        devices = _decode_json_devices(stripped, annotation)
+    elif stripped == "":
         return []
-    return _decode_csv_devices(stripped, annotation)
+    else:
+        devices = _decode_csv_devices(stripped, annotation)
+    _refuse_repeated_ids([d.uuid for d in devices], annotation, "device")
+    return devices
+
+
+def _check_card_id(uuid: str, annotation: str, where: str) -> None:
+    if not uuid:
+        raise CodecError(annotation, where, "empty card id")
+    bad = next((c for c in uuid if c in _ID_SEPARATORS or c.isspace() or not c.isprintable()), "")
+    if bad:
+        raise CodecError(
+            annotation, where, f"card id {uuid!r} contains {bad!r}, which ids may not hold"
+        )
+
+
+def _refuse_repeated_ids(uuids: Sequence[str], annotation: str, what: str) -> None:
+    first: dict[str, int] = {}
+    for position, uuid in enumerate(uuids):
+        if uuid in first:
+            raise CodecError(
+                annotation,
+                f"{what} #{position}",
+                f"card id {uuid!r} is already listed as {what} #{first[uuid]}",
+            )
+        first[uuid] = position
 
 
 def _decode_json_devices(text: str, annotation: str) -> list[Device]:
@@ -68,6 +99,7 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
     uuid = item.get("id")
     if not isinstance(uuid, str) or not uuid:
         raise CodecError(annotation, where, "missing the card id")
+    _check_card_id(uuid, annotation, where)
     where = f"device #{position} ({uuid})"
 
     def number(key: str, low: int = 0) -> int:
@@ -112,6 +144,7 @@ def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
             raise CodecError(annotation, where, f"expected 7 or 9 fields, got {len(fields)}")
         uuid, count, memory, cores, dtype, numa, health = fields[:7]
         index, mode = (fields[7], fields[8]) if len(fields) == 9 else ("0", HAMI_CORE_MODE)
+        _check_card_id(uuid, annotation, where)
         where = f"device #{position} ({uuid})"
         if health not in ("true", "false"):
             raise CodecError(annotation, where, f"health={health!r} is not true or false")
@@ -167,8 +200,9 @@ def _decode_container(segment: str, container: int, annotation: str) -> Containe
         if len(fields) != 4:
             raise CodecError(annotation, where, f"expected UUID,VENDOR,MEM,CORES, got {entry!r}")
         uuid, vendor, memory, cores = fields
-        if not uuid or not vendor:
-            raise CodecError(annotation, where, f"empty card id or vendor in {entry!r}")
+        if not vendor:
+            raise CodecError(annotation, where, f"empty vendor in {entry!r}")
+        _check_card_id(uuid, annotation, where)
         grants.append(
             DeviceGrant(
                 uuid=uuid,
@@ -177,4 +211,6 @@ def _decode_container(segment: str, container: int, annotation: str) -> Containe
                 cores=_csv_int(cores, "cores", annotation, where),
             )
         )
+    where = f"container #{container}, card"
+    _refuse_repeated_ids([g.uuid for g in grants], annotation, where)
     return tuple(grants)

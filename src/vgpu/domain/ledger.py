@@ -1,17 +1,21 @@
 """Usage per node and card, kept incrementally from grants and releases.
 
-The scheduler owns one Ledger, feeds it node and pod events, and asks it for `NodeView`s.
+The scheduler owns one Ledger, feeds it node and pod events, and asks it for decisions
+(`Ledger.decide`, indexed) or for `NodeView`s to hand to `decide`.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vgpu.domain.codec import decode_pod_grants
+from vgpu.domain.decision import Decision
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import LedgerError
-from vgpu.domain.fit import NodeView
+from vgpu.domain.fit import NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, pod_footprint
+from vgpu.domain.ledger_index import LedgerIndex
 from vgpu.domain.pod import Pod
+from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
 
 IDLE = Usage()
@@ -35,6 +39,7 @@ class Ledger:
         self._cordoned: dict[str, frozenset[str]] = {}
         self._usage: dict[str, dict[str, Usage]] = {}
         self._pods: dict[str, PodAllocation] = {}
+        self._index = LedgerIndex()
 
     # nodes -----------------------------------------------------------------------------------
     def set_node(
@@ -44,23 +49,39 @@ class Ledger:
         self._devices[node] = tuple(devices)
         self._cordoned[node] = cordoned
         self._usage.setdefault(node, {})
+        self._refresh(node)
 
     def remove_node(self, node: str) -> None:
         """Forget a node's cards; its pods' usage stays until they are released."""
         self._devices.pop(node, None)
         self._cordoned.pop(node, None)
+        self._index.drop(node)
 
     def nodes(self) -> list[str]:
         return sorted(self._devices)
 
-    def view(self, node: str) -> NodeView:
-        """The node as `decide` needs it; an unknown node has no cards."""
+    def view(self, node: str, exclude_pod: str | None = None) -> NodeView:
+        """The node as `decide` needs it; an unknown node has no cards.
+
+        The usage is the ledger's own mapping, not a copy: read it before the ledger changes.
+        `exclude_pod` leaves that pod's grant out (a copy then, for this node only).
+        """
+        usage = self._usage.get(node, {})
+        own = self._pods.get(exclude_pod) if exclude_pod is not None else None
+        if own is not None and own.node == node:
+            usage = dict(usage)
+            _subtract(usage, own.footprint)
         return NodeView(
-            node,
-            self._devices.get(node, ()),
-            self._usage.get(node, {}),
-            self._cordoned.get(node, frozenset()),
+            node, self._devices.get(node, ()), usage, self._cordoned.get(node, frozenset())
         )
+
+    def decide(
+        self, plan: PodPlan, nodes: Iterable[str] | None = None, budget: Budget = UNLIMITED
+    ) -> Decision:
+        """`decide` over these nodes (default: every node), through the index: the same node,
+        cards and score, but `scores` holds only the chosen node and `rejections` is empty
+        unless the pod fits nowhere. Use `decide` with views for every feasible node."""
+        return self._index.decide(plan, self.nodes() if nodes is None else nodes, self.view, budget)
 
     def usage(self, node: str, uuid: str) -> Usage:
         return self._usage.get(node, {}).get(uuid, IDLE)
@@ -88,6 +109,7 @@ class Ledger:
         for uuid, amount in footprint.items():
             usage[uuid] = usage.get(uuid, IDLE) + amount
         self._pods[pod] = PodAllocation(pod, node, grants, footprint)
+        self._refresh(node)
         return problems
 
     def release(self, pod: str) -> bool:
@@ -96,6 +118,7 @@ class Ledger:
         if allocation is None:
             return False
         _subtract(self._usage.setdefault(allocation.node, {}), allocation.footprint)
+        self._refresh(allocation.node)
         return True
 
     def allocation(self, pod: str) -> PodAllocation | None:
@@ -119,6 +142,11 @@ class Ledger:
             return []
         grants = decode_pod_grants(text, vendor.allocated_annotation)
         return self.grant(pod.key, node, grants, pod.init_count, strict=False)
+
+    def _refresh(self, node: str) -> None:
+        devices = self._devices.get(node)
+        if devices is not None:
+            self._index.update(node, devices, self._usage[node], self._cordoned[node])
 
     def _check(
         self,

@@ -10,6 +10,9 @@ from datetime import datetime, timedelta
 from vgpu.domain.errors import DomainError
 
 DEFAULT_EXPIRY = timedelta(minutes=5)
+# How far ahead of our clock another writer's clock may run. A lock dated further ahead than this
+# would never expire within the expiry, blocking the node for good, so it counts as invalid.
+DEFAULT_CLOCK_SKEW = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,10 @@ class NodeLock:
 
     def expired(self, now: datetime, expiry: timedelta = DEFAULT_EXPIRY) -> bool:
         return now - self.taken_at > expiry
+
+    def from_the_future(self, now: datetime, skew: timedelta = DEFAULT_CLOCK_SKEW) -> bool:
+        """Dated later than `now` by more than the clock skew allowance: not a real lock."""
+        return self.taken_at - now > skew
 
 
 def parse_node_lock(value: str) -> NodeLock:

@@ -31,6 +31,7 @@ class Pod:
     phase: str = "Pending"
     labels: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
+    priority: int = 0  # spec.priority, as the API server resolved it from the PriorityClass
 
     @property
     def key(self) -> str:
@@ -71,7 +72,16 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         phase=str(status.get("phase") or "Pending"),
         labels={str(k): str(v) for k, v in _mapping(meta.get("labels") or None, "labels").items()},
         resource_version=str(meta.get("resourceVersion") or ""),
+        priority=_priority(spec.get("priority")),
     )
+
+
+def _priority(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DomainError(f"pod spec.priority must be an integer, got {value!r}")
+    return value
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:

@@ -15,11 +15,19 @@ class ClusterError(RuntimeError):
     """The cluster refused or failed a request; the message says which and why."""
 
 
-class NotFound(ClusterError):
+class Rejected(ClusterError):
+    """The API answered with a clear refusal (HTTP 4xx): the request was not applied.
+
+    Any other ClusterError (timeout, reset connection, HTTP 5xx) is *ambiguous*: the write may
+    or may not have been applied, and only reading the object again tells.
+    """
+
+
+class NotFound(Rejected):
     pass
 
 
-class Conflict(ClusterError):
+class Conflict(Rejected):
     """A precondition (resourceVersion) failed, or a lock is held by someone else."""
 
 
@@ -96,6 +104,10 @@ class ClusterPort(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> Pod | None: ...
 
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod as the API has it now, never from a cache (to settle an ambiguous write)."""
+        ...
+
     def list_quotas(self) -> list[Quota]: ...
 
     def subscribe(self, handler: EventHandler) -> Callable[[], None]:
@@ -109,8 +121,13 @@ class ClusterPort(Protocol):
         name: str,
         annotations: Mapping[str, str | None],
         labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
     ) -> Pod:
-        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone."""
+        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone.
+
+        With `resource_version`, the patch applies only to that version of the pod, else
+        Conflict (so a write based on a superseded read fails instead of winning).
+        """
         ...
 
     def patch_node_annotations(self, name: str, annotations: Mapping[str, str | None]) -> None: ...

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.device_plugin.harness import NODE, PluginEnv, gpu_file_text
+from tests.e2e.device_plugin.harness import NODE, PluginEnv, gpu_file_text, key_secret_manifest
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest
 
@@ -21,6 +21,7 @@ from tests.e2e.k8s_emulator import RunningApiServer, node_manifest
 def plugin_env(k8s_api: RunningApiServer, tmp_path: Path) -> Iterator[PluginEnv]:
     plugin_dir = Path(tempfile.mkdtemp(prefix="vgpu-dp-", dir="/tmp"))
     k8s_api.create("/api/v1/nodes", node_manifest(NODE))
+    k8s_api.create("/api/v1/namespaces/vgpu-system/secrets", key_secret_manifest())
     gpu_file = tmp_path / "gpus.yaml"
     gpu_file.write_text(gpu_file_text())
     env = PluginEnv(

@@ -1,5 +1,6 @@
 """Running the real `vgpu device-plugin` process: its command line, log, node and GPU file."""
 
+import base64
 import os
 import signal
 import subprocess
@@ -10,11 +11,24 @@ from pathlib import Path
 
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from tests.e2e.k8s_emulator import RunningApiServer
+from vgpu.domain.signing import KeyRing
 
 NODE = "gpu-node-1"
 UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
 UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
 SPLIT = 3
+RING = KeyRing({"2026-01": b"e2e-grant-key-0123456789abcdef0123"})
+
+
+def key_secret_manifest(ring: KeyRing = RING) -> dict[str, object]:
+    """The grant key ring as the scheduler stores it (the plugin's default Secret)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "vgpu-grant-keys", "namespace": "vgpu-system"},
+        "type": "Opaque",
+        "data": {name: base64.b64encode(key).decode() for name, key in ring.keys.items()},
+    }
 
 
 def gpu_file_text(healthy_b: bool = True) -> str:

@@ -1,8 +1,11 @@
 """`vgpu device-plugin` as a process: registered with a kubelet, called like a kubelet calls it."""
 
 import json
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -10,39 +13,58 @@ import pytest
 
 from tests.e2e.device_plugin.harness import (
     NODE,
+    RING,
     SPLIT,
     UUID_A,
     UUID_B,
     PluginEnv,
     gpu_file_text,
+    key_secret_manifest,
 )
 from tests.e2e.k8s_emulator import pod_manifest
 from vgpu.domain.nodelock import NodeLock
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 
 REGISTER = "hami.io/node-nvidia-register"
 TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
 LOCK = "hami.io/mutex.lock"
+SECRET = "/api/v1/namespaces/vgpu-system/secrets/vgpu-grant-keys"
 Start = Callable[..., PluginEnv]
 
 
-def schedule(env: PluginEnv, name: str, grants: str, containers: list[dict[str, Any]]) -> None:
-    """Leave a pod as vgpu's scheduler does after filter and bind, with the node locked."""
+def schedule(
+    env: PluginEnv,
+    name: str,
+    grants: str,
+    containers: list[dict[str, Any]],
+    *,
+    bind_phase: str = "allocating",
+    lock: bool = True,
+    ring: KeyRing = RING,
+) -> None:
+    """Leave a pod as vgpu's scheduler does after filter and bind (grant signed, node locked)."""
+    uid = str(uuid.uuid4())
     annotations = {
         "hami.io/vgpu-node": NODE,
         "hami.io/vgpu-time": "1700000000",
-        "hami.io/bind-phase": "allocating",
+        "hami.io/bind-phase": bind_phase,
         "hami.io/bind-time": "1700000000",
         TO_ALLOCATE: grants,
         "hami.io/vgpu-devices-allocated": grants,
+        GRANT_SIGNATURE_ANNOTATION: ring.sign(GrantClaim(uid, NODE, "1700000000", grants)),
     }
-    manifest = pod_manifest("default", name, annotations=annotations, node_name=NODE)
+    manifest = pod_manifest(
+        "default", name, annotations=annotations, node_name=NODE, scheduler_name="vgpu-scheduler"
+    )
+    manifest["metadata"]["uid"] = uid
     manifest["spec"]["containers"] = [c for c in containers if not c.get("init")]
     manifest["spec"]["initContainers"] = [
         {k: v for k, v in c.items() if k != "init"} for c in containers if c.get("init")
     ]
     env.api.create("/api/v1/namespaces/default/pods", manifest)
-    lock = NodeLock(datetime.now(UTC), "default", name).encode()
-    env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {LOCK: lock}}})
+    if lock:
+        value = NodeLock(datetime.now(UTC), "default", name).encode()
+        env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {LOCK: value}}})
 
 
 def gpu_container(name: str, count: int = 1, **extra: Any) -> dict[str, Any]:
@@ -152,7 +174,109 @@ def test_a_multi_container_pod_is_served_container_by_container(start_plugin: St
     assert LOCK not in env.node_annotations()
 
 
-def test_a_forged_grant_is_refused_and_the_pod_marked_failed(start_plugin: Start) -> None:
+def events_about(env: PluginEnv, name: str) -> list[tuple[str, str]]:
+    return [
+        (e["reason"], e["message"])
+        for e in env.api.list_items("/api/v1/namespaces/default/events")
+        if e["involvedObject"]["name"] == name
+    ]
+
+
+def test_a_tenants_own_grant_on_a_busy_card_is_refused(start_plugin: Start) -> None:
+    """Issue 8 item 1: a pod placed by its owner with home-made annotations gets nothing."""
+    env = start_plugin()
+    schedule(
+        env, "running", f"{UUID_A},NVIDIA,20000,0:;", [gpu_container("main")],
+        bind_phase="success", lock=False,
+    )  # fmt: skip
+    forged = {
+        "hami.io/bind-phase": "allocating",
+        "hami.io/bind-time": "0",
+        "hami.io/vgpu-node": NODE,
+        TO_ALLOCATE: f"{UUID_A},NVIDIA,32768,100:;",
+        "hami.io/vgpu-devices-allocated": f"{UUID_A},NVIDIA,32768,100:;",
+    }
+    manifest = pod_manifest(
+        "default", "intruder", annotations=forged, labels={"hami.io/webhook": "ignore"},
+        node_name=NODE, limits={"nvidia.com/gpu": 1},
+    )  # fmt: skip
+    env.api.create("/api/v1/namespaces/default/pods", manifest)
+
+    with pytest.raises(grpc.RpcError) as err:
+        env.kubelet.allocate([f"{UUID_A}-0"])
+
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "default/intruder" in err.value.details()
+    assert "vgpu.io/grant-signature" in err.value.details()
+    assert pod(env, "intruder")["hami.io/bind-phase"] == "failed"
+    ((reason, message),) = events_about(env, "intruder")
+    assert reason == "GPUAllocationFailed" and "grant-signature" in message
+    assert not (env.hook / "vgpu" / "containers").exists()
+
+    # a correctly signed pod that fits next to the running one is served
+    schedule(env, "fits", f"{UUID_A},NVIDIA,12000,0:;", [gpu_container("main")])
+    (served,) = env.kubelet.allocate([f"{UUID_A}-1"]).container_responses
+    assert dict(served.envs)["CUDA_DEVICE_MEMORY_LIMIT_0"] == "12000m"
+    assert pod(env, "fits")["hami.io/bind-phase"] == "success"
+
+
+def test_a_signed_grant_that_overfills_a_card_is_refused(start_plugin: Start) -> None:
+    """Even a valid signature (a leaked key, a second scheduler) cannot overfill a card."""
+    env = start_plugin()
+    schedule(
+        env, "running", f"{UUID_A},NVIDIA,20000,0:;", [gpu_container("main")],
+        bind_phase="success", lock=False,
+    )  # fmt: skip
+    schedule(env, "second", f"{UUID_A},NVIDIA,20000,0:;", [gpu_container("main")])
+
+    with pytest.raises(grpc.RpcError) as err:
+        env.kubelet.allocate([f"{UUID_A}-0"])
+
+    assert f"card {UUID_A} would be over capacity" in err.value.details()
+    assert "container 'main'" in err.value.details()
+    assert pod(env, "second")["hami.io/bind-phase"] == "failed"
+    assert [r for r, _ in events_about(env, "second")] == ["GPUAllocationFailed"]
+    assert LOCK not in env.node_annotations()
+
+
+def test_a_key_added_to_the_secret_is_picked_up_for_the_next_grant(
+    start_plugin: Start, tmp_path: Path
+) -> None:
+    config = tmp_path / "plugin.yaml"
+    config.write_text("signing:\n  unknown_key_retry: 0.1\n")
+    env = start_plugin("--config", str(config))
+    schedule(env, "before", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+    env.kubelet.allocate([f"{UUID_A}-0"])  # the plugin has read the ring with one key
+
+    rotated = KeyRing({**RING.keys, "2026-02": b"rotated-key-0123456789abcdef012345"})
+    env.api.merge_patch(SECRET, {"data": key_secret_manifest(rotated)["data"]})
+    time.sleep(0.2)  # past unknown_key_retry since the last read
+    schedule(env, "after", f"{UUID_B},NVIDIA,1000,0:;", [gpu_container("main")], ring=rotated)
+    (served,) = env.kubelet.allocate([f"{UUID_B}-0"]).container_responses
+
+    assert dict(served.envs)["NVIDIA_VISIBLE_DEVICES"] == UUID_B
+    assert pod(env, "after")["hami.io/bind-phase"] == "success"
+
+
+def test_without_the_key_secret_nothing_is_served_and_no_pod_is_failed(
+    start_plugin: Start,
+) -> None:
+    env = start_plugin()
+    env.api.delete(SECRET)
+    schedule(env, "train", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+
+    with pytest.raises(grpc.RpcError) as err:
+        env.kubelet.allocate([f"{UUID_A}-0"])
+
+    assert "cannot verify grants" in err.value.details()
+    assert "vgpu-system/vgpu-grant-keys" in err.value.details()
+    assert pod(env, "train")["hami.io/bind-phase"] == "allocating"
+    assert events_about(env, "train") == []
+
+
+def test_a_grant_for_a_card_the_node_lacks_is_refused_and_the_pod_marked_failed(
+    start_plugin: Start,
+) -> None:
     env = start_plugin()
     forged = "GPU-deadbeef-0000-0000-0000-000000000000"
     schedule(env, "intruder", f"{forged},NVIDIA,32768,100:;", [gpu_container("main")])
@@ -235,3 +359,33 @@ def test_an_unreadable_gpu_inventory_stops_it_with_one_clear_line(plugin_env: Pl
     log = plugin_env.log()
     assert "cannot start the device plugin" in log and str(plugin_env.gpu_file) in log
     assert "Traceback" not in log
+
+
+def test_allocate_reads_its_watch_cache_of_this_node_not_the_api(start_plugin: Start) -> None:
+    env = start_plugin()
+
+    def watching(path: str) -> list[Any]:
+        return [r for r in env.api.requests("GET", path) if r.params.get("watch")]
+
+    assert env.kubelet.wait_for(lambda: bool(watching("/api/v1/pods")))
+    assert env.kubelet.wait_for(lambda: bool(watching("/api/v1/nodes")))
+    assert {r.params.get("fieldSelector") for r in watching("/api/v1/pods")} == {
+        f"spec.nodeName={NODE}"
+    }
+    assert {r.params.get("fieldSelector") for r in watching("/api/v1/nodes")} == {
+        f"metadata.name={NODE}"
+    }
+
+    def pod_reads() -> int:  # lists and gets, not the watch
+        found = env.api.requests("GET", "/api/v1/pods")
+        found += env.api.requests("GET", "/api/v1/namespaces/default/pods")
+        return sum(1 for r in found if not r.params.get("watch"))
+
+    before = pod_reads()
+
+    for i in range(3):
+        schedule(env, f"train-{i}", f"{UUID_A},NVIDIA,1000,0:;", [gpu_container("main")])
+        env.kubelet.allocate([f"{UUID_A}-{i}"])
+
+    assert pod_reads() == before
+    assert pod(env, "train-2")["hami.io/bind-phase"] == "success"

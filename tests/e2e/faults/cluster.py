@@ -2,8 +2,8 @@
 
 `FaultCluster` is the one place that starts processes and knows their addresses: each replica
 is a real `vgpu scheduler` whose kubeconfig points at its own `FaultProxy` in front of the API
-emulator. `Scheduler` alone knows where its verbs and metrics are served (their own listeners
-where the scheduler has them), so every scenario follows when a listener moves.
+emulator. Scenarios reach a replica only through `Scheduler` (verbs with a timeout, readiness,
+metrics), so an address that moves is changed in one place.
 
 `LockReleaser` stands in for the device plugin's part of HAMi's node lock: it clears
 `hami.io/mutex.lock` once the pod that holds it is bound or gone (or after `stale` seconds),
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,8 +26,7 @@ import httpx
 
 from tests.e2e.faults.proxy import FaultProxy
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
-from tests.e2e.scheduler.harness import SchedulerProcess, free_port, wait_until
-from vgpu.app.scheduler.config import SchedulerConfig
+from tests.e2e.scheduler.harness import SchedulerProcess, wait_until
 from vgpu.domain import DomainError
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION, NVIDIA
@@ -47,30 +46,12 @@ def pods_path(namespace: str = "default") -> str:
     return f"/api/v1/namespaces/{namespace}/pods"
 
 
-# Newer schedulers serve the extender verbs and /metrics on listeners of their own (issue 8).
-SPLIT_LISTENERS = "extender" in SchedulerConfig.model_fields
-
-
 class Scheduler(SchedulerProcess):
     """A scheduler process that can also be killed with SIGKILL and asked with short timeouts.
 
-    Every process gets free ports for all its listeners, so that replicas never collide.
+    The harness gives every process free ports for its three listeners (webhook and health,
+    extender verbs, metrics), so replicas never collide.
     """
-
-    def __init__(self, workdir: Path, args: Sequence[str], env: Mapping[str, str], name: str):
-        super().__init__(workdir, args, env, name=name)
-        self.verbs_url = self.url  # where kube-scheduler sends /filter and /bind
-        self.metrics_url = self.url + "/metrics"
-        if SPLIT_LISTENERS:
-            verbs, metrics = free_port(), free_port()
-            self._args += [
-                "--extender-listen",
-                f"127.0.0.1:{verbs}",
-                "--metrics-listen",
-                f"127.0.0.1:{metrics}",
-            ]
-            self.verbs_url = f"http://127.0.0.1:{verbs}"
-            self.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
@@ -95,7 +76,7 @@ class Scheduler(SchedulerProcess):
             return False
 
     def metrics_text(self) -> str:
-        return self.client.get(self.metrics_url, timeout=10.0).text
+        return self.scrape.get("/metrics", timeout=10.0).text
 
     def try_filter(
         self, pod: Mapping[str, Any], nodes: list[str], timeout: float = 10.0
@@ -118,7 +99,7 @@ class Scheduler(SchedulerProcess):
 
     def _post(self, verb: str, body: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
         try:
-            response = self.client.post(self.verbs_url + verb, json=body, timeout=timeout)
+            response = self.extender.post(verb, json=body, timeout=timeout)
         except httpx.HTTPError:
             return None
         if response.status_code != 200:

@@ -105,5 +105,5 @@ def test_a_leader_that_cannot_renew_steps_down(
 
     k8s_api.emulator[f"put {LEASE}"] << 500  # every renewal fails from now on
 
-    assert wait_until(lambda: not a.elector.is_leader)
-    assert a.calls == ["started", "stopped"]
+    assert wait_until(lambda: not a.elector.is_leader)  # at the renew deadline ...
+    assert wait_until(lambda: a.calls == ["started", "stopped"])  # ... then the thread notices

@@ -2,11 +2,13 @@
 
 import json
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
+from tests.e2e.kubernetes.conftest import wait_until
 from vgpu.adapters.kubernetes import KubernetesCluster
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.ports.cluster import Conflict, NotFound
@@ -14,6 +16,16 @@ from vgpu.ports.cluster import Conflict, NotFound
 LOCK = "hami.io/mutex.lock"
 PODS = "/api/v1/namespaces/default/pods"
 EXPIRY = timedelta(minutes=5)
+SHORT_WAIT_S = 0.3  # how long the shared adapter waits for a held lock before Conflict
+
+
+@pytest.fixture()
+def cluster(connect: Callable[..., KubernetesCluster]) -> KubernetesCluster:
+    """An adapter that gives up on a held lock after SHORT_WAIT_S, not the default 5 s."""
+    adapter = connect(component="vgpu-test", lock_conflict_wait_s=SHORT_WAIT_S)
+    adapter.start()
+    assert adapter.wait_synced(10)
+    return adapter
 
 
 def _lock_value(k8s_api: RunningApiServer, node: str = "gpu-1") -> str | None:
@@ -56,9 +68,40 @@ def test_the_lock_is_refused_while_another_live_pod_holds_it(
     cluster.lock_node(node, "default", "p1", EXPIRY)
     held = _lock_value(k8s_api)
 
-    with pytest.raises(Conflict, match="locked by pod default/p1"):
+    with pytest.raises(Conflict, match=r"locked by pod default/p1 .*\(waited 0.3s\)"):
         cluster.lock_node(node, "default", "p2", EXPIRY)
     assert _lock_value(k8s_api) == held
+
+
+def test_a_lock_released_while_the_second_caller_waits_is_taken_by_it(
+    k8s_api: RunningApiServer, connect: Callable[..., KubernetesCluster], node: str
+) -> None:
+    first = connect(component="vgpu-first")
+    second = connect(component="vgpu-second", lock_conflict_wait_s=30.0)
+    first.lock_node(node, "default", "p1", EXPIRY)
+    outcome: list[str] = []
+
+    def take() -> None:
+        try:
+            second.lock_node(node, "default", "p2", EXPIRY)
+            outcome.append("taken")
+        except Conflict as exc:
+            outcome.append(f"refused: {exc}")
+
+    reads_before = len(k8s_api.requests("GET", "/api/v1/nodes/gpu-1"))
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    # the waiter has found the lock held and read the node again at least once: it is waiting
+    assert wait_until(
+        lambda: len(k8s_api.requests("GET", "/api/v1/nodes/gpu-1")) >= reads_before + 2
+    )
+    assert outcome == []
+    first.release_node_lock(node, "default", "p1")
+    waiter.join(30)
+
+    assert outcome == ["taken"]
+    value = _lock_value(k8s_api)
+    assert value is not None and value.endswith(",default,p2")
 
 
 def test_a_lock_held_by_the_same_pod_counts_as_taken(
@@ -77,6 +120,7 @@ def test_a_lock_held_by_the_same_pod_counts_as_taken(
         (f"{datetime.now(UTC).isoformat(timespec='seconds')},default,gone", "its pod is gone"),
         ("2020-01-01T00:00:00Z", "legacy bare time, expired"),
         ("garbage", "unreadable"),
+        ("2099-01-01T00:00:00Z,default,p2", "dated beyond the clock skew, its pod alive"),
     ],
 )
 def test_an_expired_orphaned_or_unreadable_lock_is_taken_over(

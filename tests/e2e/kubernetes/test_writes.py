@@ -22,6 +22,8 @@ def test_pod_annotations_and_labels_are_merge_patched_and_none_deletes(
     k8s_api: RunningApiServer, cluster: KubernetesCluster
 ) -> None:
     k8s_api.create(PODS, pod_manifest("default", "p1", annotations={"keep": "1", "drop": "2"}))
+    # write-through refreshes a cached pod only (so a write racing a delete cannot revive it)
+    assert wait_until(lambda: cluster.get_pod("default", "p1") is not None)
 
     pod = cluster.patch_pod_annotations(
         "default",
@@ -124,3 +126,29 @@ def test_a_failing_event_write_is_logged_not_raised(
     assert any(
         "BindingFailed" in r.getMessage() and "HTTP 500" in r.getMessage() for r in caplog.records
     )
+
+
+def test_a_patch_with_a_stale_resource_version_gets_conflict_and_changes_nothing(
+    k8s_api: RunningApiServer, cluster: KubernetesCluster
+) -> None:
+    created = k8s_api.create(PODS, pod_manifest("default", "p-rv"))
+    stale = created["metadata"]["resourceVersion"]
+    fresh = cluster.patch_pod_annotations("default", "p-rv", {"a": "1"}, resource_version=stale)
+    with pytest.raises(Conflict, match="modified"):
+        cluster.patch_pod_annotations("default", "p-rv", {"a": "2"}, resource_version=stale)
+    assert _annotations(k8s_api.get(f"{PODS}/p-rv")) == {"a": "1"}
+    cluster.patch_pod_annotations(
+        "default", "p-rv", {"a": "3"}, resource_version=fresh.resource_version
+    )
+    assert _annotations(k8s_api.get(f"{PODS}/p-rv")) == {"a": "3"}
+
+
+def test_read_pod_asks_the_api_not_the_cache(
+    k8s_api: RunningApiServer, cluster: KubernetesCluster
+) -> None:
+    k8s_api.create(PODS, pod_manifest("default", "p-live"))
+    before = len(k8s_api.requests("GET", f"{PODS}/p-live"))
+    pod = cluster.read_pod("default", "p-live")
+    assert pod is not None and pod.name == "p-live"
+    assert len(k8s_api.requests("GET", f"{PODS}/p-live")) == before + 1
+    assert cluster.read_pod("default", "p-gone") is None

@@ -1,7 +1,9 @@
 """Drive a real `vgpu scheduler` process the way kube-apiserver and kube-scheduler do.
 
-`SchedulerProcess` starts `python -m vgpu.app.cli scheduler` on a free 127.0.0.1 port and waits
-for `/readyz`; `stop()` sends SIGTERM and waits. The helper functions build the exact bodies:
+`SchedulerProcess` starts `python -m vgpu.app.cli scheduler` with its three listeners on free
+127.0.0.1 ports (`port`: webhook and health, `extender_port`: the verbs, `metrics_port`) and
+waits for `/readyz`; `stop()` sends SIGTERM and waits. `client`, `extender` and `scrape` are
+HTTP clients for the three listeners. The helper functions build the exact bodies:
 an `admission.k8s.io/v1` AdmissionReview for a pod CREATE, and the extender's
 `{"Pod": ..., "Nodes": null, "NodeNames": [...]}` and `{"PodName": ..., ...}`.
 """
@@ -17,10 +19,13 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.certs import Pair
 
 TLS_DIR = Path(__file__).parent / "tls"
 REPO = Path(__file__).resolve().parents[3]
@@ -42,6 +47,21 @@ def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
     return condition()
 
 
+@dataclass(frozen=True)
+class ExtenderClientTls:
+    """How a client (kube-scheduler) talks to an extender served over mutual TLS: the CA that
+    signed the server's certificate, and the client certificate it presents (if any)."""
+
+    server_ca: Path
+    client: Pair | None = None
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.server_ca)
+        if self.client is not None:
+            context.load_cert_chain(self.client.cert, self.client.key)
+        return context
+
+
 class SchedulerProcess:
     """One `vgpu scheduler` process; `args` are its flags, `env` its VGPU_* settings."""
 
@@ -50,20 +70,34 @@ class SchedulerProcess:
         workdir: Path,
         args: Sequence[str],
         env: Mapping[str, str] | None = None,
-        tls: bool = False,
+        tls: bool | tuple[Pair, Path] = False,
         name: str = "scheduler",
+        extender_tls: ExtenderClientTls | None = None,
     ) -> None:
+        """`tls`: serve the webhook over HTTPS, with the repository's test pair (True) or with
+        `(pair, trust root)`; `extender_tls`: how the extender client does mutual TLS."""
         self.port = free_port()
-        self.tls = tls
+        self.extender_port = free_port()
+        self.metrics_port = free_port()
+        self.tls = bool(tls)
+        pair, root = (
+            tls
+            if isinstance(tls, tuple)
+            else (Pair(TLS_DIR / "tls.crt", TLS_DIR / "tls.key"), None)
+        )
+        root = root or pair.cert
         self.log_path = workdir / f"{name}.log"
-        self._args = [*args, "--listen", f"127.0.0.1:{self.port}"]
+        self._args = [
+            *args,
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--extender-listen",
+            f"127.0.0.1:{self.extender_port}",
+            "--metrics-listen",
+            f"127.0.0.1:{self.metrics_port}",
+        ]
         if tls:
-            self._args += [
-                "--tls-cert",
-                str(TLS_DIR / "tls.crt"),
-                "--tls-key",
-                str(TLS_DIR / "tls.key"),
-            ]
+            self._args += ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key)]
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
         self._env.update(env or {})
         self._env["PYTHONPATH"] = str(REPO / "src")
@@ -73,8 +107,16 @@ class SchedulerProcess:
         self.client = httpx.Client(
             base_url=self.url,
             timeout=30.0,
-            verify=ssl.create_default_context(cafile=TLS_DIR / "tls.crt") if tls else True,
+            verify=ssl.create_default_context(cafile=root) if tls else True,
         )
+        extender_scheme = "https" if extender_tls else "http"
+        self.extender_url = f"{extender_scheme}://127.0.0.1:{self.extender_port}"
+        self.extender = httpx.Client(
+            base_url=self.extender_url,
+            timeout=30.0,
+            verify=extender_tls.context() if extender_tls else True,
+        )
+        self.scrape = httpx.Client(base_url=f"http://127.0.0.1:{self.metrics_port}", timeout=30.0)
 
     def start(self, ready: bool = True) -> "SchedulerProcess":
         log = self.log_path.open("ab")
@@ -99,6 +141,10 @@ class SchedulerProcess:
         except httpx.TransportError:
             return False
 
+    def signal(self, signum: int) -> None:
+        assert self._process is not None
+        self._process.send_signal(signum)
+
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
@@ -117,7 +163,8 @@ class SchedulerProcess:
         return code
 
     def close(self) -> None:
-        self.client.close()  # idle keep-alive connections would hold up a graceful shutdown
+        for client in (self.client, self.extender, self.scrape):
+            client.close()  # idle keep-alive connections would hold up a graceful shutdown
         self.stop()
 
     def logs(self) -> str:
@@ -141,13 +188,13 @@ class SchedulerProcess:
 
     def filter(self, pod: Mapping[str, Any], nodes: Sequence[str]) -> Any:
         body = {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)}
-        response = self.client.post("/filter", json=body)
+        response = self.extender.post("/filter", json=body)
         assert response.status_code == 200, response.text
         return response.json()
 
     def prioritize(self, pod: Mapping[str, Any], nodes: Sequence[str]) -> Any:
         body = {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)}
-        response = self.client.post("/prioritize", json=body)
+        response = self.extender.post("/prioritize", json=body)
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -159,7 +206,7 @@ class SchedulerProcess:
             "PodUID": meta.get("uid", ""),
             "Node": node,
         }
-        response = self.client.post("/bind", json=body)
+        response = self.extender.post("/bind", json=body)
         assert response.status_code == 200, response.text
         error: str = response.json()["Error"]
         return error
@@ -168,7 +215,7 @@ class SchedulerProcess:
         """Values of samples named `name` whose labels include `labels`."""
         from prometheus_client.parser import text_string_to_metric_families
 
-        text = self.client.get("/metrics").text
+        text = self.scrape.get("/metrics").text
         return [
             sample.value
             for family in text_string_to_metric_families(text)

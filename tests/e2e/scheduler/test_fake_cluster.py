@@ -21,9 +21,10 @@ def pod(name: str, **limits: object) -> dict[str, object]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
         "spec": {
+            "schedulerName": "vgpu-scheduler",  # the extender acts only on its own pods
             "containers": [
                 {"name": "main", "image": "cuda:12", "resources": {"limits": dict(limits)}}
-            ]
+            ],
         },
         "status": {"phase": "Pending"},
     }
@@ -79,14 +80,14 @@ def test_garbage_gets_protocol_errors_and_leaves_the_ledger_alone(
     tmp_path: Path, launch: Launch
 ) -> None:
     scheduler = launch("--fake-cluster", write_cluster(tmp_path))
-    c = scheduler.client
+    c = scheduler.extender
     for path in ("/filter", "/bind"):
         for body in (b"", b"\x00\xff", b"{", b"[]", b'{"Pod": 5}', b"x" * (2 << 20)):
             response = c.post(path, content=body, headers={"Content-Type": "application/json"})
             assert response.status_code == 200, (path, body[:20], response.text)
             assert response.json()["Error"], (path, body[:20])
     assert c.post("/prioritize", content=b"{").status_code == 400
-    reply = c.post("/webhook", content=b'{"apiVersion": 1}').json()
+    reply = scheduler.client.post("/webhook", content=b'{"apiVersion": 1}').json()
     assert reply["response"]["allowed"] is False
     assert "field apiVersion" in reply["response"]["status"]["message"]
     assert scheduler.metric("hami_gpu_memory_allocated_bytes") == [0, 0]

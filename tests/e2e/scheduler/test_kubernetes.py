@@ -80,9 +80,12 @@ def test_the_a40_example_end_to_end(
     node = k8s_api.get(f"{NODES}/node1")
     assert node is not None
     assert node["metadata"]["annotations"]["hami.io/mutex.lock"].endswith(",default,gpu-pod")
-    events = k8s_api.get("/api/v1/namespaces/default/events") or {}
-    reasons = {e["reason"] for e in events.get("items") or []}
-    assert {"FilteringSucceed", "BindingSucceed"} <= reasons
+
+    def reasons() -> set[str]:  # Events are written by a background worker, soon after
+        events = k8s_api.get("/api/v1/namespaces/default/events") or {}
+        return {e["reason"] for e in events.get("items") or []}
+
+    assert wait_until(lambda: {"FilteringSucceed", "BindingSucceed"} <= reasons()), reasons()
 
 
 def test_quota_blocks_the_second_pod(

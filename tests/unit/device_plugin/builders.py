@@ -1,23 +1,32 @@
 """A node with two fake GPUs and pods left as vgpu's scheduler leaves them after bind."""
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
+from vgpu.app.device_plugin.keyring import KeyRingCache
+from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.pod import Container, Pod
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 from vgpu.domain.vendor import NVIDIA
 
 NODE = "gpu-node-1"
 UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
 UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
+RING = KeyRing({"2026-01": b"a" * 32})
+ASSIGNED_TIME = "1700000000"
 GPUS = (
     GpuInfo(uuid=UUID_A, index=0, name="Tesla V100-PCIE-32GB", memory_mib=32768, numa=0),
     GpuInfo(uuid=UUID_B, index=1, name="Tesla V100-PCIE-32GB", memory_mib=32768, numa=1),
@@ -31,24 +40,38 @@ def scheduled_pod(
     namespace: str = "default",
     node: str = NODE,
     bind_time: int = 1_700_000_000,
+    allocated: str | None = None,
+    ring: KeyRing | None = RING,
+    scheduler: str = "vgpu-scheduler",
     **annotations: str,
 ) -> Pod:
-    """A Pending pod bound to `node` with `grants` as hami.io/vgpu-devices-to-allocate."""
+    """A Pending pod bound to `node` with `grants` as hami.io/vgpu-devices-to-allocate.
+
+    `allocated` (default: `grants`) is hami.io/vgpu-devices-allocated, signed with `ring` as
+    the scheduler signs it (no signature when `ring` is None); `annotations` come last.
+    """
+    allocated = grants if allocated is None else allocated
+    uid = f"uid-{name}"
     values = {
         "hami.io/vgpu-node": node,
+        "hami.io/vgpu-time": ASSIGNED_TIME,
         "hami.io/bind-phase": "allocating",
         "hami.io/bind-time": str(bind_time),
         NVIDIA.to_allocate_annotation: grants,
-        NVIDIA.allocated_annotation: grants,
+        NVIDIA.allocated_annotation: allocated,
     }
+    if ring is not None:
+        claim = GrantClaim(uid, node, ASSIGNED_TIME, allocated)
+        values[GRANT_SIGNATURE_ANNOTATION] = ring.sign(claim)
     values.update(annotations)
     return Pod(
         namespace=namespace,
         name=name,
-        uid=f"uid-{name}",
+        uid=uid,
         annotations=values,
         containers=containers or (Container("main", limits={"nvidia.com/gpu": 1}),),
         node_name=node,
+        scheduler_name=scheduler,
     )
 
 
@@ -58,6 +81,11 @@ class World:
     gpus: GpuState
     allocator: Allocator
     hook: Path
+    keys: FakeGrantKeys
+    clock: list[float]  # [now] of the key ring's monotonic clock; tests move it on
+
+    def advance(self, seconds: float) -> None:
+        self.clock[0] += seconds
 
     def put(self, pod: Pod, *, lock: bool = True) -> Pod:
         stored = self.cluster.put_pod(pod)
@@ -76,13 +104,44 @@ class World:
         return node.annotations.get("hami.io/mutex.lock")
 
 
-def world(tmp_path: Path, split_count: int = 10, **config: Any) -> World:
+def world(
+    tmp_path: Path,
+    split_count: int = 10,
+    *,
+    signing: bool = True,
+    trusted_schedulers: frozenset[str] = frozenset({"vgpu-scheduler"}),
+    settle_s: float = 0.0,
+    sleep: Callable[[float], None] = lambda seconds: None,
+    **config: Any,
+) -> World:
+    """The allocator of node NODE with two GPUs; grants signed with RING unless signing is off."""
     cluster = FakeCluster()
     cluster.put_node(ClusterNode(name=NODE))
     gpus = GpuState(GPUS, SharingConfig(split_count=split_count))
     hook = tmp_path / "hook"
     allocation = AllocationConfig(hook_path=str(hook), **config)
     host = HostDirs(str(hook), lock_dir=str(tmp_path / "vgpulock"))
-    ids = iter(f"cache{i}" for i in range(100))
-    allocator = Allocator(cluster, gpus, NODE, allocation, host, NVIDIA, lambda: next(ids))
-    return World(cluster, gpus, allocator, hook)
+    ids = (f"cache{i}" for i in itertools.count())
+    keys = FakeGrantKeys(RING)
+    clock = [0.0]
+    ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
+    trust: GrantTrust = (
+        SignedGrants(ring, NODE, NVIDIA)
+        if signing
+        else NamedSchedulerGrants(trusted_schedulers, NODE, NVIDIA)
+    )
+    ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust)
+    allocator = Allocator(
+        cluster,
+        gpus,
+        NODE,
+        allocation,
+        host,
+        NVIDIA,
+        trust,
+        ledger,
+        lambda: next(ids),
+        settle_s,
+        sleep,
+    )
+    return World(cluster, gpus, allocator, hook, keys, clock)

@@ -130,7 +130,7 @@ def test_a_grant_larger_than_the_card_is_refused(tmp_path: Path) -> None:
     w = world(tmp_path)
     w.put(scheduled_pod(f"{UUID_A},NVIDIA,99999,0:;"))
 
-    with pytest.raises(DevicePluginError, match="exceeds card"):
+    with pytest.raises(DevicePluginError, match=f"card {UUID_A} would be over capacity"):
         w.allocator.allocate([[f"{UUID_A}-0"]])
     assert w.pod().annotations["hami.io/bind-phase"] == "failed"
 
@@ -214,3 +214,28 @@ def test_pending_grants_lists_the_containers_still_to_serve(tmp_path: Path) -> N
     w.put(scheduled_pod(f";{UUID_B},NVIDIA,1000,0:;;{UUID_A},NVIDIA,1000,0:;"))
 
     assert [[g.uuid for g in c] for c in w.allocator.pending_grants()] == [[UUID_B], [UUID_A]]
+
+
+def test_a_pod_that_reaches_the_cache_a_moment_late_is_still_served(tmp_path: Path) -> None:
+    late = scheduled_pod(f"{UUID_A},NVIDIA,1000,0:;")
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            w.put(late)
+
+    w = world(tmp_path, settle_s=1.0, sleep=sleep)
+    (answer,) = w.allocator.allocate([[f"{UUID_A}-0"]])
+
+    assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == UUID_A
+    assert len(waits) == 3
+
+
+def test_with_nothing_waiting_it_gives_up_after_the_settle_time(tmp_path: Path) -> None:
+    waits: list[float] = []
+    w = world(tmp_path, settle_s=1.0, sleep=waits.append)
+
+    with pytest.raises(DevicePluginError, match="no pod on node gpu-node-1 is waiting"):
+        w.allocator.allocate([[f"{UUID_A}-0"]])
+    assert sum(waits) == pytest.approx(1.0)

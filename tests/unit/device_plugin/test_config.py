@@ -80,3 +80,31 @@ def test_the_socket_name_follows_the_resource_or_the_endpoint_setting() -> None:
     )
     with pytest.raises(ConfigError, match="endpoint"):
         load_config(overrides={"node_name": "n", "endpoint": "../escape.sock"})
+
+
+def test_signing_is_on_by_default_with_the_key_secret_in_vgpu_system() -> None:
+    signing = load_config(env={"NODE_NAME": "n"}).signing
+
+    assert signing.enabled
+    assert (signing.secret_namespace, signing.secret_name) == ("vgpu-system", "vgpu-grant-keys")
+    assert signing.refresh_interval == 30.0
+    assert signing.trusted_schedulers == ("hami-scheduler", "vgpu-scheduler")
+
+
+def test_signing_settings_come_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "plugin.yaml"
+    path.write_text("node_name: n\nsigning:\n  secret_namespace: gpu-ops\n  enabled: false\n")
+
+    signing = load_config(path, env={"VGPU_SIGNING__TRUSTED_SCHEDULERS": "hami-scheduler"}).signing
+
+    assert not signing.enabled
+    assert signing.secret_namespace == "gpu-ops"
+    assert signing.trusted_schedulers == ("hami-scheduler",)
+
+
+def test_signing_off_must_trust_some_scheduler() -> None:
+    with pytest.raises(ConfigError, match="trusted_schedulers must name at least one"):
+        load_config(
+            env={"NODE_NAME": "n", "VGPU_SIGNING__ENABLED": "false"},
+            overrides={"signing": {"enabled": False, "trusted_schedulers": []}},
+        )

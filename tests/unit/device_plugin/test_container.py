@@ -8,9 +8,11 @@ from dependency_injector import providers
 from tests.unit.device_plugin.builders import GPUS, NODE, UUID_A, UUID_B
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.config import load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
+from vgpu.app.device_plugin.trust import NamedSchedulerGrants, SignedGrants
 from vgpu.domain.node import ClusterNode
 
 
@@ -40,6 +42,7 @@ def test_node_config_overrides_reach_the_kubelet_and_the_node_annotation(tmp_pat
     container.cluster.override(providers.Object(cluster))
     container.gpu_port.override(providers.Object(FakeGpus(GPUS)))
     container.kubelet.override(providers.Object(kubelet))
+    container.grant_keys.override(providers.Object(FakeGrantKeys()))
 
     container.session().start()
     container.registrar().sync()
@@ -53,3 +56,14 @@ def test_node_config_overrides_reach_the_kubelet_and_the_node_annotation(tmp_pat
     assert node is not None
     registered = json.loads(node.annotations["hami.io/node-nvidia-register"])
     assert [(d["id"], d["count"]) for d in registered] == [(UUID_A, 2)]
+
+
+def test_signing_picks_how_grants_are_trusted() -> None:
+    signed = DevicePluginContainer(config=load_config(overrides={"node_name": NODE}))
+    signed.grant_keys.override(providers.Object(FakeGrantKeys()))
+    unsigned = DevicePluginContainer(
+        config=load_config(env={"VGPU_SIGNING__ENABLED": "false"}, overrides={"node_name": NODE})
+    )
+
+    assert isinstance(signed.trust(), SignedGrants)
+    assert isinstance(unsigned.trust(), NamedSchedulerGrants)

@@ -41,10 +41,11 @@ devices = st.builds(
 grants = st.builds(
     DeviceGrant, uuid=ids, vendor=st.just("NVIDIA"), memory=int32, cores=st.integers(0, 100)
 )
-pod_grants = st.lists(st.lists(grants, max_size=4).map(tuple), max_size=5).map(tuple)
+container_grants = st.lists(grants, max_size=4, unique_by=lambda g: g.uuid).map(tuple)
+pod_grants = st.lists(container_grants, max_size=5).map(tuple)
 
 
-@given(st.lists(devices, max_size=8))
+@given(st.lists(devices, max_size=8, unique_by=lambda d: d.uuid))
 def test_node_device_codec_round_trips(cards: list[Device]) -> None:
     assert decode_node_devices(encode_node_devices(cards)) == cards
 

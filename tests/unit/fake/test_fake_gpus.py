@@ -9,7 +9,7 @@ import pytest
 
 from vgpu.adapters.fake.gpus import FakeGpuFileError, FakeGpus
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "fake-gpus.yaml"
 
@@ -258,3 +258,26 @@ def test_close_wakes_a_waiter_and_ends_the_inventory() -> None:
     assert seen == [[]]
     with pytest.raises(GpuUnavailable, match="closed"):
         fake.discover()
+
+
+def test_usage_comes_from_the_file_and_defaults_to_zero(tmp_path: Path) -> None:
+    path = tmp_path / "gpus.yaml"
+    path.write_text(
+        TWO_GPUS.replace("    numa: 1", "    numa: 1\n    used_mib: 2048\n    utilization: 55\n"
+                         "    memory_utilization: 9")
+    )
+
+    usage = FakeGpus.from_file(path).read_usage()
+
+    assert usage == [
+        GpuUsage("GPU-a", 0, "Tesla T4", 0, 0, 0),
+        GpuUsage("GPU-b", 7, "NVIDIA A100-SXM4-80GB", 2048 * 1024 * 1024, 55, 9),
+    ]
+
+
+def test_a_utilization_above_100_names_the_entry_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "gpus.yaml"
+    path.write_text(TWO_GPUS.replace("    numa: 1", "    numa: 1\n    utilization: 101"))
+
+    with pytest.raises(FakeGpuFileError, match=r"gpus\[1\] \(uuid GPU-b\): utilization"):
+        FakeGpus.from_file(path)

@@ -3,7 +3,7 @@
 import json
 
 from vgpu.adapters.kubernetes.api import api_error
-from vgpu.ports.cluster import ClusterError, Conflict, NotFound
+from vgpu.ports.cluster import ClusterError, Conflict, NotFound, Rejected
 
 
 def _status(code: int, message: str) -> bytes:
@@ -23,3 +23,12 @@ def test_other_statuses_are_cluster_errors_and_a_body_that_is_not_json_is_quoted
     assert type(error) is ClusterError
     assert str(error) == "POST /api/v1/namespaces/a/events: HTTP 500: upstream exploded"
     assert "no message" in str(api_error("GET", "/x", 503, b""))
+
+
+def test_a_clear_4xx_refusal_is_rejected_and_5xx_stays_ambiguous() -> None:
+    refused = api_error("POST", "/api/v1/namespaces/a/pods/p/binding", 422, b"")
+    assert isinstance(refused, Rejected)  # not applied: the caller may release what it held
+    throttled = api_error("PATCH", "/api/v1/namespaces/a/pods/p", 429, b"")
+    assert isinstance(throttled, Rejected)
+    assert isinstance(api_error("GET", "/x", 404, b""), Rejected)
+    assert not isinstance(api_error("POST", "/x", 504, b""), Rejected)  # may have been applied

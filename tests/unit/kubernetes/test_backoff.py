@@ -27,3 +27,10 @@ def test_retry_delays_are_one_fewer_than_the_attempts_starting_at_100ms() -> Non
 def test_nonsense_settings_are_refused_with_the_values() -> None:
     with pytest.raises(ValueError, match="initial=0"):
         Backoff(initial=0)
+
+
+def test_a_watch_that_fails_forever_keeps_getting_the_capped_delay() -> None:
+    backoff = Backoff(initial=0.2, cap=30, jitter=0)
+    delays = [backoff.next_delay() for _ in range(5000)]
+    assert delays[-1] == pytest.approx(30)
+    assert backoff.failures == 5000

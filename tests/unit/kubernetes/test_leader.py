@@ -1,12 +1,15 @@
 """Leader election decisions: who may take a Lease, and what is written."""
 
+import threading
 from datetime import UTC, datetime
 
 import pytest
 
 from vgpu.adapters.kubernetes.leader import (
+    Attempt,
     LeaderElector,
     LeaseRecord,
+    lease_call_timeout,
     may_take,
     micro_time,
     next_spec,
@@ -69,3 +72,49 @@ def test_timings_must_be_retry_below_renew_below_lease(
             renew_deadline_s=renew,
             retry_period_s=retry,
         )
+
+
+class _HangingRenewal(LeaderElector):
+    """The first Lease round succeeds; every later one hangs until the test lets it go."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__(
+            None,  # type: ignore[arg-type]
+            identity="me",
+            lease_duration_s=15,
+            renew_deadline_s=10.0,
+            retry_period_s=0.001,
+            monotonic=lambda: clock[0],
+        )
+        self.rounds = 0
+        self.hanging = threading.Event()
+        self.release = threading.Event()
+
+    def try_acquire_or_renew(self) -> Attempt:
+        self.rounds += 1
+        if self.rounds == 1:
+            return Attempt.LEADING
+        self.hanging.set()
+        self.release.wait(10)
+        return Attempt.FAILED
+
+
+def test_leadership_lapses_at_the_renew_deadline_while_a_lease_call_still_hangs() -> None:
+    clock = [100.0]
+    elector = _HangingRenewal(clock)
+    elector.start()
+    try:
+        assert elector.hanging.wait(5), "the second round never started"
+        assert elector.is_leader  # renewed at 100.0, nothing has lapsed yet
+        clock[0] = 109.9
+        assert elector.is_leader
+        clock[0] = 110.0  # renew deadline (10 s) since the last successful renewal
+        assert not elector.is_leader
+        assert elector.rounds == 2  # ... and the renewal call has not returned
+    finally:
+        elector.release.set()
+        elector.stop(release=False)
+
+
+def test_a_lease_call_times_out_in_half_the_renew_deadline() -> None:
+    assert lease_call_timeout(10.0) == 5.0

@@ -1,5 +1,7 @@
 """The node lock's decisions and its retry on 409 Conflict, without a server."""
 
+import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +37,9 @@ def _alive(*pods: str) -> Any:
         ("2026-08-21T06:10:00Z,ns,other", ("ns/other",), Verdict.EXPIRED),
         ("2026-08-21T06:20:00Z", (), Verdict.HELD),  # legacy bare time: no owner to ask about
         ("yesterday,ns,other", ("ns/other",), Verdict.MALFORMED),
+        ("2026-08-21T06:21:39Z,ns,other", ("ns/other",), Verdict.HELD),  # 60 s ahead: skew
+        ("2026-08-21T06:21:40Z,ns,other", ("ns/other",), Verdict.FUTURE),  # 61 s ahead
+        ("2099-01-01T00:00:00Z", (), Verdict.FUTURE),  # would block the node for decades
     ],
 )
 def test_who_may_take_the_lock(value: str | None, alive: tuple[str, ...], verdict: Verdict) -> None:
@@ -82,8 +87,37 @@ class FakeApi:
         return self.node
 
 
-def _locker(api: FakeApi, sleeps: list[float]) -> NodeLocker:
-    return NodeLocker(api, clock=lambda: NOW, sleep=sleeps.append)  # type: ignore[arg-type]
+class FakeTime:
+    """A monotonic clock that only `sleep` moves; `at_sleep[n]` runs before the n-th sleep."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self.at_sleep: dict[int, Callable[[], None]] = {}
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.at_sleep.pop(len(self.sleeps), lambda: None)()
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def _locker(api: FakeApi, sleeps: list[float], wait_s: float = 0.0) -> NodeLocker:
+    time = FakeTime()
+    time.sleeps = sleeps
+    return _timed_locker(api, time, wait_s)
+
+
+def _timed_locker(api: FakeApi, time: FakeTime, wait_s: float) -> NodeLocker:
+    return NodeLocker(
+        api,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+        sleep=time.sleep,
+        conflict_wait_s=wait_s,
+        monotonic=time.monotonic,
+    )
 
 
 def test_a_conflict_is_retried_after_a_growing_pause_and_the_patch_carries_the_version() -> None:
@@ -103,10 +137,48 @@ def test_five_conflicts_in_a_row_give_up_with_conflict() -> None:
 
 
 def test_a_live_holder_is_named_and_nothing_is_written() -> None:
-    api = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"})
+    api, sleeps = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"}), list[float]()
     with pytest.raises(Conflict, match="locked by pod ns/other"):
-        _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY)
+        _locker(api, sleeps).lock("gpu-1", "ns", "me", EXPIRY)
+    assert api.patches == [] and sleeps == []  # no wait configured: refused at once
+
+
+def test_a_live_holder_is_waited_for_with_growing_pauses_up_to_the_bound() -> None:
+    api, time = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"}), FakeTime()
+    with pytest.raises(Conflict, match=r"locked by pod ns/other .*\(waited 5s\)"):
+        _timed_locker(api, time, wait_s=5.0).lock("gpu-1", "ns", "me", EXPIRY)
+
     assert api.patches == []
+    assert time.now == pytest.approx(5.0)  # waited the whole bound, not a moment longer
+    first = time.sleeps[:4]
+    assert all(b <= s <= b * 1.2 for s, b in zip(first, (0.1, 0.2, 0.4, 0.8), strict=True))
+    assert all(s <= 1.0 for s in time.sleeps)  # capped at 1 s
+
+
+def test_a_lock_released_while_waiting_is_taken() -> None:
+    api, time = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"}), FakeTime()
+    time.at_sleep[2] = lambda: api.node["metadata"]["annotations"].pop(LOCK)
+
+    _timed_locker(api, time, wait_s=5.0).lock("gpu-1", "ns", "me", EXPIRY)
+
+    assert api.node["metadata"]["annotations"][LOCK] == "2026-08-21T06:20:39Z,ns,me"
+    assert len(time.sleeps) == 3 and len(api.patches) == 1
+
+
+def test_a_lock_dated_beyond_the_clock_skew_is_taken_over_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = FakeApi({LOCK: "2099-01-01T00:00:00Z,ns,other"})
+    with caplog.at_level(logging.INFO, logger="vgpu.adapters.kubernetes.nodelock"):
+        _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY)
+
+    assert api.node["metadata"]["annotations"][LOCK] == "2026-08-21T06:20:39Z,ns,me"
+    assert "replacing future-dated lock '2099-01-01T00:00:00Z,ns,other'" in caplog.text
+
+
+def test_a_negative_wait_is_refused() -> None:
+    with pytest.raises(ValueError, match="conflict_wait_s must not be negative, got -1"):
+        _locker(FakeApi({}), [], wait_s=-1)
 
 
 def test_release_removes_only_our_own_lock() -> None:

@@ -4,12 +4,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.container import build_trust
+from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.grants import PodWriter
+from vgpu.app.scheduler.keys import GrantKeys
+from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.trust import grant_claim
 from vgpu.domain import NVIDIA, ClusterNode, Device, Usage, encode_node_devices, pod_from_manifest
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing
 
 # The seeds' node: two NVIDIA A40 cards, 46068 MiB each, split 10 (seed 000).
 A40_UUIDS = ("GPU-03f69c50-207a-2038-9b45-23cac89cb67d", "GPU-1afede84-4e70-2174-49af-f07ebb94d1ae")
@@ -18,6 +26,7 @@ A40_REGISTER = (
     "GPU-1afede84-4e70-2174-49af-f07ebb94d1ae,10,46068,100,NVIDIA-NVIDIA A40,0,true:"
 )
 START = 1_750_000_000.0
+KEYS = KeyRing({"k20260101t0000": b"test-key-".ljust(32, b"x")})  # the test cluster's Secret
 
 
 class Clock:
@@ -77,6 +86,15 @@ def manifest(
     }
 
 
+def signed(body: dict[str, Any], ring: KeyRing = KEYS) -> dict[str, Any]:
+    """The pod with its grant annotations signed, as this scheduler would have written them."""
+    meta = body["metadata"]
+    claim = grant_claim(meta["uid"], meta["annotations"], NVIDIA)
+    assert claim is not None, "signed() needs hami.io/vgpu-node and the allocated annotation"
+    meta["annotations"][GRANT_SIGNATURE_ANNOTATION] = ring.sign(claim)
+    return body
+
+
 @dataclass
 class World:
     cluster: FakeCluster
@@ -85,6 +103,9 @@ class World:
     runtime: SchedulerRuntime
     clock: Clock
     config: SchedulerConfig
+    revoker: Revoker
+    leader: list[bool]
+    key_store: FakeGrantKeys
 
     def add_pod(self, body: dict[str, Any]) -> None:
         self.cluster.put_pod(pod_from_manifest(body))
@@ -105,19 +126,54 @@ class World:
         return dict(pod.annotations)
 
 
-def world(*nodes: ClusterNode, cluster: FakeCluster | None = None, **settings: Any) -> World:
-    """A synced service following `cluster` (a fresh FakeCluster with `nodes` by default)."""
+def world(
+    *nodes: ClusterNode,
+    cluster: FakeCluster | None = None,
+    leader: bool = True,
+    **settings: Any,
+) -> World:
+    """A synced service following `cluster` (a fresh FakeCluster with `nodes` by default).
+
+    `w.leader[0] = False` makes the replica a follower from then on."""
     config = SchedulerConfig.model_validate(settings)
     clock = Clock()
+    leading = [leader]
     fake = cluster if cluster is not None else FakeCluster()
     for node in nodes:
         fake.put_node(node)
     state = SchedulerState()
-    follower = ClusterFollower(state, config.vendor(), config.defaults.memory_factor, clock)
+    key_store = FakeGrantKeys(KEYS)
+    keys = GrantKeys(key_store) if config.signing.enabled else None
+    trust = build_trust(config, keys)
+    follower = ClusterFollower(state, config.vendor(), config.defaults.memory_factor, clock, trust)
+    revoker = Revoker(PodWriter(fake, config.vendor(), Fence(lambda: leading[0])), config.vendor())
     runtime = SchedulerRuntime(
-        fake, state, follower, clock, config.reservation_timeout, config.sync_timeout
+        fake,
+        state,
+        follower,
+        clock,
+        config.reservation_timeout,
+        config.sync_timeout,
+        leadership=_Leadership(leading),
+        revoker=revoker,
+        keys=keys,
     )
     fake.subscribe(follower.handle)
     runtime.sync_now()
-    service = SchedulerService(fake, state, config, runtime.is_leader, clock)
-    return World(fake, state, service, runtime, clock, config)
+    service = SchedulerService(fake, state, config, trust, revoker, runtime.is_leader, clock)
+    return World(fake, state, service, runtime, clock, config, revoker, leading, key_store)
+
+
+class _Leadership:
+    def __init__(self, leading: list[bool]) -> None:
+        self._leading = leading
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading[0]
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass

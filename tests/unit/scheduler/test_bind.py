@@ -88,5 +88,5 @@ def test_binding_twice_to_the_same_node_is_fine() -> None:
 def test_followers_do_not_bind() -> None:
     w = world(a40_node("node1"))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
-    w.service._is_leader = lambda: False
+    w.leader[0] = False
     assert "not the leader" in w.service.bind("default", "p", "uid-p", "node1")

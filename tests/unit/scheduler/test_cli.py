@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.certs import Authority
 from vgpu.app.cli import main
 
 
@@ -17,6 +18,8 @@ def test_help_lists_the_flags_and_endpoints(capsys: pytest.CaptureFixture[str]) 
         "--tls-cert",
         "--tls-key",
         "--listen",
+        "--extender-listen",
+        "--metrics-listen",
         "--fake-cluster",
         "--kubeconfig",
     ]:
@@ -54,3 +57,26 @@ def test_unusable_tls_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_listen_flag_is_parsed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scheduler", "--listen", "0.0.0.0:notaport", "--fake-cluster", "x"]) == 2
     assert "listen_port" in capsys.readouterr().err
+
+
+def test_an_exposed_plain_extender_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scheduler", "--extender-listen", "0.0.0.0:8888", "--fake-cluster", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "extender.address '0.0.0.0' is not a loopback address" in err
+    assert "[from command line]" in err
+
+
+def test_an_unusable_client_ca_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = Authority.create(tmp_path, "ca")
+    server = ca.issue("extender")
+    bad = tmp_path / "client-ca.crt"
+    bad.write_text("not a CA")
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        f"extender: {{address: 0.0.0.0, tls_cert: {server.cert}, tls_key: {server.key}, "
+        f"client_ca: {bad}}}"
+    )
+    assert main(["scheduler", "--config", str(config), "--fake-cluster", "x"]) == 2
+    assert f"cannot use client CA {bad}" in capsys.readouterr().err

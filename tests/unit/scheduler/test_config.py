@@ -92,3 +92,84 @@ def test_unknown_environment_names_are_ignored_with_a_warning(
     config = load_config(None, {"VGPU_LISTEN_PROT": "1", "VGPU_LEADER_ELECTION": "x"})
     assert config == SchedulerConfig()
     assert "VGPU_LISTEN_PROT" in caplog.text and "VGPU_LEADER_ELECTION" in caplog.text
+
+
+# listeners -------------------------------------------------------------------------------------
+def test_listener_defaults_keep_the_extender_on_loopback() -> None:
+    config = load_config()
+    assert (config.extender.address, config.extender.port) == ("127.0.0.1", 8888)
+    assert not config.extender.mutual_tls
+    assert (config.metrics.address, config.metrics.port) == ("0.0.0.0", 9395)
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "10.0.0.7", "::", "scheduler.example"])
+def test_a_plain_extender_off_loopback_is_refused_naming_the_field(address: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(env={"VGPU_EXTENDER__ADDRESS": address})
+    message = str(raised.value)
+    assert f"extender.address {address!r} is not a loopback address" in message
+    assert "extender.client_ca" in message and "VGPU_EXTENDER__ADDRESS" in message
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.1.2.3", "::1", "localhost"])
+def test_loopback_addresses_may_serve_plain_http(address: str) -> None:
+    assert load_config(env={"VGPU_EXTENDER__ADDRESS": address}).extender.address == address
+
+
+def test_mutual_tls_needs_certificate_key_and_client_ca_together(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"extender\.tls_cert, extender\.tls_key and extender\.client_ca go together",
+    ):
+        load_config(overrides={"extender.tls_cert": tmp_path / "tls.crt"})
+    path = write(
+        tmp_path,
+        """
+extender:
+  address: 0.0.0.0
+  tls_cert: /tls/tls.crt
+  tls_key: /tls/tls.key
+  client_ca: /tls/kube-scheduler-ca.crt
+""",
+    )
+    config = load_config(path)
+    assert config.extender.mutual_tls and config.extender.client_ca == Path(
+        "/tls/kube-scheduler-ca.crt"
+    )
+
+
+def test_a_dotted_flag_override_keeps_the_rest_of_the_block_from_the_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+extender:
+  address: 0.0.0.0
+  port: 7000
+  tls_cert: /tls/tls.crt
+  tls_key: /tls/tls.key
+  client_ca: /tls/ca.crt
+""",
+    )
+    config = load_config(path, overrides={"extender.port": "7443"})
+    assert config.extender.port == 7443 and config.extender.client_ca == Path("/tls/ca.crt")
+    with pytest.raises(ConfigError, match=r"field extender.port.*\[from command line\]"):
+        load_config(path, overrides={"extender.port": "nope"})
+
+
+def test_signing_is_on_by_default_with_the_secret_in_vgpu_system() -> None:
+    config = load_config(None, {})
+    assert config.signing.enabled
+    assert (config.signing.secret_namespace, config.signing.secret_name) == (
+        "vgpu-system",
+        "vgpu-grant-keys",
+    )
+    off = load_config(None, {"VGPU_SIGNING__ENABLED": "false"})
+    assert not off.signing.enabled
+
+
+def test_api_calls_time_out_before_the_renew_deadline_when_electing() -> None:
+    assert load_config(None, {}).api_timeout() == 30.0
+    electing = load_config(
+        None, {"VGPU_LEADER_ELECTION__ENABLED": "true", "VGPU_LEADER_ELECTION__RENEW_DEADLINE": "8"}
+    )
+    assert electing.api_timeout() == 4.0

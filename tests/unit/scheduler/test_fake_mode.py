@@ -4,8 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.scheduler.builders import A40_UUIDS, manifest, world
-from vgpu.app.scheduler.fake_mode import FakeClusterError, PodRecorder, load_fake_cluster
+from tests.unit.scheduler.builders import A40_UUIDS, KEYS, manifest, world
+from vgpu.app.scheduler.fake_mode import (
+    FakeClusterError,
+    PodRecorder,
+    load_fake_cluster,
+    sign_listed_grants,
+)
 from vgpu.domain import NVIDIA, decode_node_devices
 
 EXAMPLE = f"""
@@ -42,6 +47,7 @@ def test_the_file_fills_a_fake_cluster_the_service_follows(tmp_path: Path) -> No
         (A40_UUIDS[0], 0, 10, 100, 0),
         (A40_UUIDS[1], 1, 10, 100, 1),
     ]
+    sign_listed_grants(cluster, KEYS, NVIDIA)  # the scheduler signs what the file lists
     w = world(cluster=cluster)
     assert w.state.quota.used("team").memory == 15000
     blocked = w.filter(manifest("next", "team", gpu=1, gpumem=6000), "node1")

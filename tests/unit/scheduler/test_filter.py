@@ -8,6 +8,7 @@ from tests.unit.scheduler.builders import (
     a40_node,
     gpu_node,
     manifest,
+    signed,
     world,
 )
 from vgpu.adapters.fake.cluster import FakeCluster
@@ -79,17 +80,25 @@ def test_quota_blocks_the_second_pod_at_filter() -> None:
 
 def test_a_pod_without_gpu_requests_gets_the_candidates_back_unchanged() -> None:
     w = world(a40_node("node1"))
-    result = w.service.filter(manifest("web", cpu="1"), ["node1", "cpu-node"], None)
+    result = w.filter(manifest("web", cpu="1"), "node1", "cpu-node")
     assert result.node_names == ["node1", "cpu-node"]
     assert result.error == "" and result.failed == {}
     assert w.cluster.events == []
 
 
-def test_each_rejected_node_gets_a_reason_and_the_best_node_wins() -> None:
+def test_the_best_node_wins_and_the_answer_names_it_alone() -> None:
+    # as HAMi answers: one node; the others are not fitted once the best is certain
     w = world(a40_node("node1"), gpu_node("small", cards=1, memory=8000), ClusterNode("cpu"))
     result = w.filter(manifest("p", gpu=1, gpumem=20000), "small", "node1", "cpu", "ghost")
     assert result.node_names == ["node1"]
-    assert set(result.failed) == {"small", "cpu", "ghost"}
+    assert result.failed == {}
+
+
+def test_a_pod_that_fits_nowhere_gets_a_reason_for_each_node() -> None:
+    w = world(a40_node("node1"), gpu_node("small", cards=1, memory=8000), ClusterNode("cpu"))
+    result = w.filter(manifest("p", gpu=1, gpumem=60000), "small", "node1", "cpu", "ghost")
+    assert result.node_names is None
+    assert set(result.failed) == {"small", "node1", "cpu", "ghost"}
     assert "insufficient memory" in result.failed["small"]
     assert "NodeUnregistered" in result.failed["cpu"]
 
@@ -161,7 +170,9 @@ def test_an_unknown_policy_annotation_is_an_error() -> None:
 
 
 class FailingPatches(FakeCluster):
-    def patch_pod_annotations(self, namespace, name, annotations, labels=None):  # type: ignore[no-untyped-def]
+    def patch_pod_annotations(
+        self, namespace, name, annotations, labels=None, resource_version=None
+    ):  # type: ignore[no-untyped-def]
         raise ClusterError("the API server said 500")
 
 
@@ -186,7 +197,7 @@ def test_filtering_the_same_pod_again_replaces_its_reservation() -> None:
 
 def test_the_filter_refuses_to_schedule_before_the_state_is_synced() -> None:
     w = world(a40_node("node1"))
-    w.state._synced = False
+    w.state._synced.clear()
     result = w.filter(manifest("p", gpu=1), "node1")
     assert "still reading the cluster" in result.error
 
@@ -224,6 +235,6 @@ def test_pods_seen_through_events_count_against_the_cards() -> None:
         gpu=1,
         gpumem=46000,
     )
-    w.add_pod(running)
+    w.add_pod(signed(running))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
     assert w.pod_annotations("p")["hami.io/vgpu-devices-allocated"].startswith(A40_UUIDS[1])

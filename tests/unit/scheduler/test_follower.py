@@ -4,14 +4,15 @@ import logging
 
 import pytest
 
-from tests.unit.scheduler.builders import A40_UUIDS, a40_node, manifest, world
+from tests.unit.scheduler.builders import A40_UUIDS, a40_node, manifest, signed, world
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.domain import NVIDIA, ClusterNode, Usage, pod_from_manifest
 from vgpu.ports.cluster import Quota
 
 
 def running(name: str, uuid: str, memory: int, cores: int = 0, **kw: object) -> dict[str, object]:
-    return manifest(
+    """A pod running on node1 with a grant this scheduler signed."""
+    body = manifest(
         name,
         node="node1",
         phase="Running",
@@ -22,6 +23,11 @@ def running(name: str, uuid: str, memory: int, cores: int = 0, **kw: object) -> 
         gpu=1,
         gpumem=memory,
         **kw,
+    )
+    return (
+        signed(body)
+        if "hami.io/vgpu-devices-allocated" in body["metadata"]["annotations"]
+        else body
     )
 
 
@@ -67,9 +73,10 @@ def test_a_malformed_grant_annotation_is_logged_and_the_pod_ignored(
     bad = running("bad", A40_UUIDS[0], 1000)
     bad["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"] = "GPU-x,NVIDIA,lots,0:;"  # type: ignore[index]
     with caplog.at_level(logging.WARNING):
-        w.add_pod(bad)
+        w.add_pod(signed(bad))
     assert w.state.ledger.pods() == []
-    assert "pod default/bad ignored" in caplog.text and "'lots'" in caplog.text
+    assert "pod default/bad: its GPU grant is not counted" in caplog.text
+    assert "'lots'" in caplog.text
 
 
 def test_a_grant_on_a_card_the_node_does_not_have_is_kept_and_logged(

@@ -3,6 +3,10 @@ and garbage that must get a protocol error, never a 500 and never a ledger chang
 
 import base64
 import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -10,7 +14,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.unit.scheduler.builders import World, a40_node, manifest, world
-from vgpu.app.scheduler.http import create_app
+from vgpu.app.scheduler.http import extender_app, metrics_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 from vgpu.ports.cluster import Quota
 
@@ -21,9 +25,23 @@ def w() -> World:
 
 
 @pytest.fixture
-def client(w: World) -> TestClient:
-    metrics = SchedulerMetrics(w.state, w.config.vendor(), w.runtime.is_leader)
-    return TestClient(create_app(w.service, metrics, w.runtime.readiness))
+def metrics(w: World) -> SchedulerMetrics:
+    return SchedulerMetrics(w.state, w.config.vendor(), w.runtime.is_leader)
+
+
+@pytest.fixture
+def extender(w: World, metrics: SchedulerMetrics) -> TestClient:
+    return TestClient(extender_app(w.service, metrics))
+
+
+@pytest.fixture
+def webhook(w: World, metrics: SchedulerMetrics) -> TestClient:
+    return TestClient(webhook_app(w.service, metrics, w.runtime.readiness))
+
+
+@pytest.fixture
+def scrape(metrics: SchedulerMetrics) -> TestClient:
+    return TestClient(metrics_app(metrics))
 
 
 def review(pod: dict[str, Any], version: str = "admission.k8s.io/v1", uid: str = "u-1") -> Any:
@@ -51,14 +69,14 @@ def unscheduled(body: dict[str, Any]) -> dict[str, Any]:
 
 
 # filter ----------------------------------------------------------------------------------------
-def test_filter_answers_with_go_keys_and_nulls(client: TestClient, w: World) -> None:
+def test_filter_answers_with_go_keys_and_nulls(extender: TestClient, w: World) -> None:
     w.add_pod(manifest("p", gpu=1, gpumem=20000, gpucores=80))
     args = {
         "Pod": manifest("p", gpu=1, gpumem=20000, gpucores=80),
         "Nodes": None,
         "NodeNames": ["node1"],
     }
-    response = client.post("/filter", json=args)
+    response = extender.post("/filter", json=args)
     assert response.status_code == 200
     assert response.json() == {
         "Nodes": None,
@@ -69,9 +87,12 @@ def test_filter_answers_with_go_keys_and_nulls(client: TestClient, w: World) -> 
     }
 
 
-def test_filter_keys_are_read_without_regard_to_case_like_go(client: TestClient, w: World) -> None:
+def test_filter_keys_are_read_without_regard_to_case_like_go(
+    extender: TestClient, w: World
+) -> None:
+    w.add_pod(manifest("p", cpu="1"))
     args = {"pod": manifest("p", cpu="1"), "nodenames": ["node1"]}
-    assert client.post("/filter", json=args).json()["NodeNames"] == ["node1"]
+    assert extender.post("/filter", json=args).json()["NodeNames"] == ["node1"]
 
 
 GARBAGE = [
@@ -93,9 +114,9 @@ GARBAGE = [
 
 @pytest.mark.parametrize(("body", "says"), GARBAGE)
 def test_filter_garbage_gets_the_error_field_and_changes_nothing(
-    client: TestClient, w: World, body: bytes, says: str
+    extender: TestClient, w: World, body: bytes, says: str
 ) -> None:
-    response = client.post("/filter", content=body, headers={"content-type": "application/json"})
+    response = extender.post("/filter", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 200
     reply = response.json()
     assert says in reply["Error"]
@@ -104,48 +125,48 @@ def test_filter_garbage_gets_the_error_field_and_changes_nothing(
 
 
 def test_container_garbage_inside_the_pod_is_an_error_not_a_crash(
-    client: TestClient, w: World
+    extender: TestClient, w: World
 ) -> None:
     weird = manifest("p", gpu=1)
     weird["spec"]["containers"][0]["env"] = 5
     weird["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = [1]
-    reply = client.post("/filter", json={"Pod": weird, "NodeNames": ["node1"]}).json()
+    reply = extender.post("/filter", json={"Pod": weird, "NodeNames": ["node1"]}).json()
     assert reply["Error"]
     assert w.state.ledger.pods() == []
 
 
-def test_bodies_over_one_mib_are_refused(client: TestClient, w: World) -> None:
+def test_bodies_over_one_mib_are_refused(extender: TestClient, w: World) -> None:
     pod = manifest("p", gpu=1, annotations={"padding": "x" * (1 << 20)})
-    reply = client.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()
+    reply = extender.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()
     assert "byte limit" in reply["Error"]
     assert w.state.ledger.pods() == []
 
 
 # prioritize ------------------------------------------------------------------------------------
-def test_prioritize_returns_a_host_priority_list(client: TestClient) -> None:
+def test_prioritize_returns_a_host_priority_list(extender: TestClient) -> None:
     args = {
         "Pod": manifest("p", gpu=1, gpumem=46068, gpucores=100),
         "Nodes": None,
         "NodeNames": ["node1", "cpu"],
     }
-    reply = client.post("/prioritize", json=args).json()
+    reply = extender.post("/prioritize", json=args).json()
     assert [h["Host"] for h in reply] == ["node1", "cpu"]
     assert reply[1]["Score"] == 0 and 0 < reply[0]["Score"] <= 10
 
 
-def test_prioritize_garbage_is_a_400_with_a_message(client: TestClient) -> None:
-    response = client.post("/prioritize", content=b"{oops")
+def test_prioritize_garbage_is_a_400_with_a_message(extender: TestClient) -> None:
+    response = extender.post("/prioritize", content=b"{oops")
     assert response.status_code == 400
     assert "not JSON" in response.json()["Error"]
 
 
 # bind ------------------------------------------------------------------------------------------
-def test_bind_round_trip(client: TestClient, w: World) -> None:
+def test_bind_round_trip(extender: TestClient, w: World) -> None:
     body = manifest("p", gpu=1, gpumem=1000)
     w.add_pod(body)
-    assert client.post("/filter", json={"Pod": body, "NodeNames": ["node1"]}).json()["NodeNames"]
+    assert extender.post("/filter", json={"Pod": body, "NodeNames": ["node1"]}).json()["NodeNames"]
     args = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-p", "Node": "node1"}
-    assert client.post("/bind", json=args).json() == {"Error": ""}
+    assert extender.post("/bind", json=args).json() == {"Error": ""}
     assert w.cluster.bindings == [("default", "p", "node1")]
 
 
@@ -160,9 +181,9 @@ def test_bind_round_trip(client: TestClient, w: World) -> None:
     ],
 )
 def test_bind_errors_are_in_the_error_field(
-    client: TestClient, args: dict[str, Any], says: str
+    extender: TestClient, args: dict[str, Any], says: str
 ) -> None:
-    response = client.post("/bind", json=args)
+    response = extender.post("/bind", json=args)
     assert response.status_code == 200
     assert says in response.json()["Error"]
 
@@ -170,10 +191,10 @@ def test_bind_errors_are_in_the_error_field(
 # webhook ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("version", ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"])
 def test_webhook_answers_in_the_version_received_with_a_base64_json_patch(
-    client: TestClient, version: str
+    webhook: TestClient, version: str
 ) -> None:
     pod = unscheduled(manifest("p", gpu=1, gpumem=1000))
-    reply = client.post("/webhook", json=review(pod, version, uid="abc-123")).json()
+    reply = webhook.post("/webhook", json=review(pod, version, uid="abc-123")).json()
     assert reply["apiVersion"] == version and reply["kind"] == "AdmissionReview"
     response = reply["response"]
     assert response["uid"] == "abc-123" and response["allowed"] is True
@@ -182,24 +203,24 @@ def test_webhook_answers_in_the_version_received_with_a_base64_json_patch(
     assert {"op": "add", "path": "/spec/schedulerName", "value": "vgpu-scheduler"} in patch
 
 
-def test_webhook_leaves_gpu_less_pods_alone(client: TestClient) -> None:
-    reply = client.post("/webhook", json=review(unscheduled(manifest("p", cpu="1")))).json()
+def test_webhook_leaves_gpu_less_pods_alone(webhook: TestClient) -> None:
+    reply = webhook.post("/webhook", json=review(unscheduled(manifest("p", cpu="1")))).json()
     response = reply["response"]
     assert response["allowed"] is True and "patch" not in response
 
 
-def test_webhook_denies_over_quota_with_a_message(client: TestClient, w: World) -> None:
+def test_webhook_denies_over_quota_with_a_message(webhook: TestClient, w: World) -> None:
     w.cluster.put_quota(Quota("team", "q", {"limits.nvidia.com/gpumem": "1000"}))
     pod = unscheduled(manifest("p", "team", gpu=2, gpumem=1000))
-    response = client.post("/webhook", json=review(pod)).json()["response"]
+    response = webhook.post("/webhook", json=review(pod)).json()["response"]
     assert response["allowed"] is False
     assert response["status"]["code"] == 403 and response["status"]["reason"] == "Forbidden"
     assert "exceeding resource quota" in response["status"]["message"]
 
 
-def test_webhook_denies_a_bad_quantity_naming_it(client: TestClient) -> None:
+def test_webhook_denies_a_bad_quantity_naming_it(webhook: TestClient) -> None:
     pod = unscheduled(manifest("p", gpu=1, gpumem="-3"))
-    response = client.post("/webhook", json=review(pod)).json()["response"]
+    response = webhook.post("/webhook", json=review(pod)).json()["response"]
     assert response["allowed"] is False
     assert "nvidia.com/gpumem" in response["status"]["message"]
 
@@ -227,9 +248,9 @@ def test_webhook_denies_a_bad_quantity_naming_it(client: TestClient) -> None:
     ],
 )
 def test_webhook_garbage_is_denied_with_a_message(
-    client: TestClient, body: bytes, says: str
+    webhook: TestClient, body: bytes, says: str
 ) -> None:
-    response = client.post("/webhook", content=body)
+    response = webhook.post("/webhook", content=body)
     assert response.status_code == 200
     reply = response.json()
     assert reply["kind"] == "AdmissionReview"
@@ -238,40 +259,43 @@ def test_webhook_garbage_is_denied_with_a_message(
 
 
 def test_webhook_echoes_the_uid_and_version_of_a_review_it_cannot_use(
-    client: TestClient,
+    webhook: TestClient,
 ) -> None:
     body = {
         "apiVersion": "admission.k8s.io/v1beta1",
         "kind": "AdmissionReview",
         "request": {"uid": "zz-9", "object": "not a pod"},
     }
-    reply = client.post("/webhook", json=body).json()
+    reply = webhook.post("/webhook", json=body).json()
     assert reply["apiVersion"] == "admission.k8s.io/v1beta1"
     assert reply["response"]["uid"] == "zz-9"
     assert reply["response"]["status"]["code"] == 400
 
 
-def test_webhook_allows_updates_and_other_kinds(client: TestClient) -> None:
+def test_webhook_allows_updates_and_other_kinds(webhook: TestClient) -> None:
     body = review(manifest("p", gpu=1))
     body["request"]["operation"] = "UPDATE"
-    assert client.post("/webhook", json=body).json()["response"]["allowed"] is True
+    assert webhook.post("/webhook", json=body).json()["response"]["allowed"] is True
 
 
 # a failure inside a verb ----------------------------------------------------------------------
 def test_a_failing_verb_answers_in_its_own_reply_not_with_a_500(
-    client: TestClient, w: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    extender: TestClient,
+    w: World,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def boom(*args: object) -> None:
         raise RuntimeError("disk on fire")
 
     for verb in ("filter", "prioritize", "bind"):
         monkeypatch.setattr(w.service, verb, boom)
-    extender = {"Pod": manifest("p", gpu=1), "NodeNames": ["node1"]}
+    args = {"Pod": manifest("p", gpu=1), "NodeNames": ["node1"]}
     binding = {"PodName": "p", "PodNamespace": "default", "Node": "node1"}
 
-    filtered = client.post("/filter", json=extender)
-    prioritized = client.post("/prioritize", json=extender)
-    bound = client.post("/bind", json=binding)
+    filtered = extender.post("/filter", json=args)
+    prioritized = extender.post("/prioritize", json=args)
+    bound = extender.post("/bind", json=binding)
 
     assert filtered.status_code == 200
     assert filtered.json()["Error"] == "internal error: disk on fire"
@@ -285,22 +309,22 @@ def test_a_failing_verb_answers_in_its_own_reply_not_with_a_500(
 
 
 # health, readiness, metrics --------------------------------------------------------------------
-def test_readyz_needs_sync_and_leadership(client: TestClient, w: World) -> None:
-    assert client.get("/healthz").status_code == 200
-    assert client.get("/readyz").status_code == 200
+def test_readyz_needs_sync_and_leadership(webhook: TestClient, w: World) -> None:
+    assert webhook.get("/healthz").status_code == 200
+    assert webhook.get("/readyz").status_code == 200
     w.runtime._leadership = type("Follower", (), {"is_leader": False})()  # type: ignore[assignment]
-    response = client.get("/readyz")
+    response = webhook.get("/readyz")
     assert response.status_code == 503 and "not the leader" in response.text
 
 
-def test_metrics_use_hami_names(client: TestClient, w: World) -> None:
+def test_metrics_use_hami_names(extender: TestClient, scrape: TestClient, w: World) -> None:
     w.cluster.put_quota(Quota("default", "q", {"limits.nvidia.com/gpumem": "50000"}))
     body = manifest("p", gpu=1, gpumem=20000, gpucores=80)
     w.add_pod(body)
-    client.post("/filter", json={"Pod": body, "NodeNames": ["node1"]})
+    extender.post("/filter", json={"Pod": body, "NodeNames": ["node1"]})
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(client.get("/metrics").text)
+        for family in text_string_to_metric_families(scrape.get("/metrics").text)
         for s in family.samples
     }
 
@@ -319,3 +343,120 @@ def test_metrics_use_hami_names(client: TestClient, w: World) -> None:
     assert values("hami_resource_quota_limit", namespace="default") == [50000]
     assert values("hami_scheduler_is_leader") == [1]
     assert values("vgpu_scheduler_request_duration_seconds_count", verb="filter") == [1]
+
+
+# each listener serves its own routes only -----------------------------------------------------
+@pytest.mark.parametrize(
+    ("listener", "absent"),
+    [
+        ("webhook", ["/filter", "/prioritize", "/bind", "/metrics"]),
+        ("extender", ["/webhook", "/readyz", "/metrics"]),
+        ("scrape", ["/webhook", "/filter", "/bind", "/healthz", "/readyz"]),
+    ],
+)
+def test_a_listener_answers_404_for_the_routes_of_the_others(
+    request: pytest.FixtureRequest, listener: str, absent: list[str]
+) -> None:
+    client: TestClient = request.getfixturevalue(listener)
+    for path in absent:
+        assert client.post(path, json={}).status_code in (404, 405), path
+        assert client.get(path).status_code in (404, 405), path
+
+
+def test_each_listener_serves_its_own_routes(
+    webhook: TestClient, extender: TestClient, scrape: TestClient
+) -> None:
+    assert webhook.get("/healthz").text == "ok" and webhook.get("/readyz").text == "ok"
+    assert extender.get("/healthz").text == "ok"
+    assert extender.post("/filter", json={"Pod": manifest("p"), "NodeNames": []}).json()
+    assert "hami_scheduler_is_leader" in scrape.get("/metrics").text
+
+
+# health never waits for the verbs -------------------------------------------------------------
+class Stuck:
+    """A scheduler whose verbs block until released, as when the API server hangs."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def _block(self) -> None:
+        self.entered.release()
+        assert self.release.wait(60), "the test never released the verb"
+
+    def filter(self, *args: object) -> Any:
+        self._block()
+        from vgpu.app.scheduler.service import FilterResult
+
+        return FilterResult(error="released")
+
+    def prioritize(self, *args: object) -> Any:
+        raise NotImplementedError
+
+    def bind(self, *args: object) -> str:
+        self._block()
+        return "released"
+
+    def admit(self, *args: object) -> Any:
+        self._block()
+        raise RuntimeError("released")
+
+
+@contextmanager
+def serving(app: Any, stuck: Stuck) -> Iterator[TestClient]:
+    """A client on one event loop for `app`; the stuck verbs are released before it closes."""
+    with TestClient(app) as client:
+        try:
+            yield client
+        finally:
+            stuck.release.set()
+
+
+def _while_blocked(
+    client: TestClient, stuck: Stuck, calls: list[tuple[str, dict[str, Any]]]
+) -> list[Future[Any]]:
+    """Start `calls` on threads and return once every one is inside the blocked service."""
+    pool = ThreadPoolExecutor(len(calls))
+    futures = [pool.submit(client.post, path, json=body) for path, body in calls]
+    pool.shutdown(wait=False)
+    for _ in calls:
+        assert stuck.entered.acquire(timeout=30), "a verb never reached the service"
+    return futures
+
+
+def _answered(client: TestClient, path: str) -> int:
+    """The status of GET `path`; a TimeoutError (not a hung test) if it never answers."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(client.get, path).result(timeout=30).status_code
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_healthz_answers_while_every_verb_worker_is_blocked(metrics: SchedulerMetrics) -> None:
+    binding = {"PodName": "p", "PodNamespace": "default", "Node": "node1"}
+    stuck = Stuck()
+    with serving(extender_app(stuck, metrics, workers=2), stuck) as client:
+        calls = [("/filter", {"Pod": manifest("p"), "NodeNames": ["node1"]}), ("/bind", binding)]
+        verbs = _while_blocked(client, stuck, calls)
+        assert _answered(client, "/healthz") == 200
+        assert not any(f.done() for f in verbs)  # answered while both verbs were still stuck
+        stuck.release.set()
+        assert verbs[0].result(30).json()["Error"] == "released"
+        assert verbs[1].result(30).json() == {"Error": "released"}
+
+
+def test_readyz_and_healthz_answer_while_the_webhook_is_blocked(
+    metrics: SchedulerMetrics,
+) -> None:
+    stuck = Stuck()
+    with serving(webhook_app(stuck, metrics, lambda: "", workers=1), stuck) as client:
+        [review_call] = _while_blocked(
+            client, stuck, [("/webhook", review(unscheduled(manifest("p", gpu=1))))]
+        )
+        assert _answered(client, "/readyz") == 200
+        assert _answered(client, "/healthz") == 200
+        assert not review_call.done()
+        stuck.release.set()
+        reply = review_call.result(30).json()["response"]
+        assert reply["allowed"] is False and "released" in reply["status"]["message"]

@@ -1,6 +1,7 @@
 """An in-memory Kubernetes API: nodes, pods and quotas with resourceVersions, events, a lock."""
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -25,9 +26,17 @@ from vgpu.ports.cluster import (
 class FakeCluster:
     """Implements ClusterPort in memory. Thread-safe; handlers run on the writer's thread."""
 
-    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        lock_conflict_wait_s: float = 0.0,
+    ) -> None:
         self._lock = threading.RLock()
         self._clock = clock
+        # lock_node waits this long (real time) for another pod's node lock; 0: refuse at once
+        self._lock_conflict_wait_s = lock_conflict_wait_s
+        self._node_lock_released = threading.Condition(self._lock)
         self._version = 0
         self._nodes: dict[str, ClusterNode] = {}
         self._pods: dict[tuple[str, str], Pod] = {}
@@ -47,10 +56,7 @@ class FakeCluster:
 
     def put_pod(self, pod: Pod) -> Pod:
         with self._lock:
-            key = (pod.namespace, pod.name)
-            action = Action.MODIFIED if key in self._pods else Action.ADDED
-            stored = replace(pod, resource_version=self._next_version())
-            self._pods[key] = stored
+            action, stored = self._store_pod(pod)
         self._emit(Kind.POD, action, stored)
         return stored
 
@@ -96,6 +102,9 @@ class FakeCluster:
         with self._lock:
             return self._pods.get((namespace, name))
 
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        return self.get_pod(namespace, name)
+
     def list_quotas(self) -> list[Quota]:
         with self._lock:
             return list(self._quotas.values())
@@ -110,17 +119,25 @@ class FakeCluster:
         name: str,
         annotations: Mapping[str, str | None],
         labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
     ) -> Pod:
         with self._lock:
             pod = self._pods.get((namespace, name))
             if pod is None:
                 raise NotFound(f"pod {namespace}/{name} not found")
+            if resource_version and resource_version != pod.resource_version:
+                raise Conflict(
+                    f"pod {namespace}/{name} has resourceVersion {pod.resource_version}, "
+                    f"the patch expects {resource_version}"
+                )
             updated = replace(
                 pod,
                 annotations=_merge(pod.annotations, annotations),
                 labels=_merge(pod.labels, labels or {}),
             )
-        return self.put_pod(updated)
+            action, stored = self._store_pod(updated)  # the check and the write are one step
+        self._emit(Kind.POD, action, stored)
+        return stored
 
     def patch_node_annotations(self, name: str, annotations: Mapping[str, str | None]) -> None:
         with self._lock:
@@ -148,19 +165,14 @@ class FakeCluster:
             self.events.append((namespace, pod, reason, message, warning))
 
     def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+        deadline = time.monotonic() + self._lock_conflict_wait_s
         with self._lock:
-            current = self._nodes.get(node)
-            if current is None:
-                raise NotFound(f"node {node} not found")
-            lock = _readable_lock(current.annotations.get(NODE_LOCK_ANNOTATION))
-            if lock is not None:
-                owner_alive = (lock.namespace, lock.pod) in self._pods
-                if not (
-                    lock.owned_by(namespace, pod)
-                    or lock.expired(self._clock(), expiry)
-                    or (lock.pod and not owner_alive)
-                ):
-                    raise Conflict(f"node {node} is locked by {lock.namespace}/{lock.pod}")
+            while (holder := self._lock_holder(node, namespace, pod, expiry)) is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Conflict(f"node {node} is locked by {holder.namespace}/{holder.pod}")
+                # woken by a release; the slice catches locks that expire or lose their pod
+                self._node_lock_released.wait(min(left, 0.1))
             value = NodeLock(self._clock(), namespace, pod).encode()
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: value})
 
@@ -172,8 +184,36 @@ class FakeCluster:
             if lock is None or not lock.owned_by(namespace, pod):
                 return
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: None})
+            self._node_lock_released.notify_all()
+
+    def _lock_holder(
+        self, node: str, namespace: str, pod: str, expiry: timedelta
+    ) -> NodeLock | None:
+        """The lock that keeps `namespace/pod` from taking `node`, or None when it may."""
+        current = self._nodes.get(node)
+        if current is None:
+            raise NotFound(f"node {node} not found")
+        lock = _readable_lock(current.annotations.get(NODE_LOCK_ANNOTATION))
+        if lock is None:
+            return None
+        now = self._clock()
+        owner_alive = (lock.namespace, lock.pod) in self._pods
+        may_take = (
+            lock.owned_by(namespace, pod)
+            or lock.expired(now, expiry)
+            or lock.from_the_future(now)
+            or (lock.pod and not owner_alive)
+        )
+        return None if may_take else lock
 
     # internals -------------------------------------------------------------------------------
+    def _store_pod(self, pod: Pod) -> tuple[Action, Pod]:
+        key = (pod.namespace, pod.name)
+        action = Action.MODIFIED if key in self._pods else Action.ADDED
+        stored = replace(pod, resource_version=self._next_version())
+        self._pods[key] = stored
+        return action, stored
+
     def _next_version(self) -> str:
         self._version += 1
         return str(self._version)

@@ -11,6 +11,9 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         mig: false        # default false
         healthy: true     # default true; false reports the GPU unhealthy
         reason: ""        # optional, shown when healthy is false
+        used_mib: 0       # default 0; memory in use, as `vgpu monitor` reports it
+        utilization: 0    # default 0; percent busy (NVML utilization.gpu)
+        memory_utilization: 0  # default 0; percent (NVML utilization.memory)
 
 A running process notices when the file changes (its mtime, size or inode) and reports each
 GPU whose `healthy` value changed, so tests can break a GPU by rewriting the file. Tests in the
@@ -29,9 +32,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
+
+_MIB = 1024 * 1024
 
 
 class FakeGpuFileError(GpuUnavailable):
@@ -49,6 +54,9 @@ class _GpuEntry(BaseModel):
     mig: bool = False
     healthy: bool = True
     reason: str = ""
+    used_mib: int = Field(default=0, ge=0)
+    utilization: int = Field(default=0, ge=0, le=100)
+    memory_utilization: int = Field(default=0, ge=0, le=100)
 
 
 class _GpuFile(BaseModel):
@@ -58,11 +66,18 @@ class _GpuFile(BaseModel):
 
 
 class _Inventory:
-    """What one reading of the file says: the GPUs and which are unhealthy (uuid -> reason)."""
+    """What one reading of the file says: the GPUs, which are unhealthy (uuid -> reason), and
+    the usage figures given (uuid -> (used MiB, utilization, memory utilization))."""
 
-    def __init__(self, gpus: list[GpuInfo], unhealthy: dict[str, str]) -> None:
+    def __init__(
+        self,
+        gpus: list[GpuInfo],
+        unhealthy: dict[str, str],
+        usage: dict[str, tuple[int, int, int]] | None = None,
+    ) -> None:
         self.gpus = gpus
         self.unhealthy = unhealthy
+        self.usage = usage or {}
 
 
 def load_fake_gpus(path: Path) -> tuple[list[GpuInfo], dict[str, str]]:
@@ -94,6 +109,7 @@ class FakeGpus:
         self._poll_interval_s = poll_interval_s
         self._stamp: tuple[int, int, int] | None = None
         self._gpus: list[GpuInfo] = []
+        self._usage: dict[str, tuple[int, int, int]] = {}
         self._healthy: dict[str, bool] = {}
         self._pending: list[HealthEvent] = []
         self._closed = False
@@ -138,6 +154,20 @@ class FakeGpus:
                 self._cond.wait(remaining)
             return []
 
+    def read_usage(self) -> list[GpuUsage]:
+        """Each GPU's usage as the file says now (zero where it says nothing)."""
+        with self._cond:
+            if self._closed:
+                raise GpuUnavailable("the fake GPU inventory is closed")
+            self._refresh()
+            found = []
+            for gpu in self._gpus:
+                used_mib, busy, memory_busy = self._usage.get(gpu.uuid, (0, 0, 0))
+                found.append(
+                    GpuUsage(gpu.uuid, gpu.index, gpu.name, used_mib * _MIB, busy, memory_busy)
+                )
+            return found
+
     def close(self) -> None:
         """Wake any waiter; later waits return nothing."""
         with self._cond:
@@ -180,6 +210,7 @@ class FakeGpus:
             self._change(uuid, False, f"removed from {source}")
             del self._healthy[uuid]
         self._gpus = inventory.gpus
+        self._usage = inventory.usage
         for gpu in inventory.gpus:
             self._healthy.setdefault(gpu.uuid, True)
             reason = inventory.unhealthy.get(gpu.uuid)
@@ -233,6 +264,7 @@ def _load(path: Path) -> _Inventory:
 def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
     gpus: list[GpuInfo] = []
     unhealthy: dict[str, str] = {}
+    usage: dict[str, tuple[int, int, int]] = {}
     uuids: dict[str, int] = {}
     indexes: dict[int, int] = {}
     for position, entry in enumerate(parsed.gpus):
@@ -260,7 +292,8 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
         )
         if not entry.healthy:
             unhealthy[entry.uuid] = entry.reason
-    return _Inventory(gpus, unhealthy)
+        usage[entry.uuid] = (entry.used_mib, entry.utilization, entry.memory_utilization)
+    return _Inventory(gpus, unhealthy, usage)
 
 
 def _validation_problem(err: ValidationError, raw: Mapping[str, Any]) -> str:

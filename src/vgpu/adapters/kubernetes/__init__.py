@@ -6,10 +6,20 @@ cluster.start()
 cluster.wait_synced(30)
 elector = LeaderElector(client, identity="replica-a", namespace="kube-system")
 elector.start()
+keys = SecretGrantKeys(client, "vgpu-system", "vgpu-grant-keys")   # the grant-signing key ring
 """
 
 from vgpu.adapters.kubernetes.cluster import KubernetesCluster
 from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_client
+from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.leader import LeaderElector
+from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 
-__all__ = ["ConnectionSettings", "KubernetesCluster", "LeaderElector", "new_api_client"]
+__all__ = [
+    "ConnectionSettings",
+    "KubernetesCluster",
+    "KubernetesWebhookTLS",
+    "LeaderElector",
+    "SecretGrantKeys",
+    "new_api_client",
+]

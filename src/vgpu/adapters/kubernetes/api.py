@@ -15,7 +15,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from vgpu.ports.cluster import ClusterError, Conflict, NotFound
+from vgpu.ports.cluster import ClusterError, Conflict, NotFound, Rejected
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,9 @@ def api_error(method: str, path: str, status: int, body: bytes | str | None) -> 
         return NotFound(sentence)
     if status == 409:
         return Conflict(sentence)
-    return ClusterError(sentence)
+    if 400 <= status <= 499:
+        return Rejected(sentence)
+    return ClusterError(sentence)  # 5xx and the rest: the request may have been applied
 
 
 def object_path(base: str, name: str) -> str:

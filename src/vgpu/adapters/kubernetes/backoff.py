@@ -29,14 +29,18 @@ class Backoff:
         self._jitter = jitter
         self._rand = rand
         self._failures = 0
+        self._base = initial
 
     def next_delay(self) -> float:
-        base = min(self._cap, self._initial * self._factor**self._failures)
+        # the base grows by multiplication, not factor**failures, which overflows after ~1000
+        base = self._base
+        self._base = min(self._cap, base * self._factor)
         self._failures += 1
         return min(self._cap, base * (1 + self._jitter * self._rand()))
 
     def reset(self) -> None:
         self._failures = 0
+        self._base = self._initial
 
     @property
     def failures(self) -> int:

@@ -19,7 +19,7 @@ from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
 from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_client
 from vgpu.adapters.kubernetes.events import event_manifest
 from vgpu.adapters.kubernetes.informer import Informer
-from vgpu.adapters.kubernetes.nodelock import NodeLocker
+from vgpu.adapters.kubernetes.nodelock import DEFAULT_CONFLICT_WAIT_S, NodeLocker
 from vgpu.adapters.kubernetes.resources import ResourceSpec, nodes, pods, quotas
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Pod, pod_from_manifest
@@ -46,8 +46,11 @@ class KubernetesCluster:
     raises is logged and does not disturb the others.
 
     `pod_field_selector` narrows the pods cached (a device plugin uses
-    `spec.nodeName=<its node>`); `watch_quotas=False` skips ResourceQuotas (then
-    `list_quotas` asks the API). `component` is the source written into Events.
+    `spec.nodeName=<its node>`), `node_field_selector` the nodes (`metadata.name=<its node>`:
+    then `list_nodes` knows that node only); `watch_nodes=False` skips nodes (then node reads
+    ask the API), `watch_quotas=False` skips ResourceQuotas (then `list_quotas` asks the API).
+    `component` is the source written into Events.
+    `lock_conflict_wait_s` bounds how long `lock_node` waits for another pod's node lock.
     """
 
     def __init__(
@@ -56,12 +59,15 @@ class KubernetesCluster:
         *,
         component: str = "vgpu",
         pod_field_selector: str = "",
+        node_field_selector: str = "",
+        watch_nodes: bool = True,
         watch_quotas: bool = True,
         watch_timeout_s: int = 300,
         request_timeout_s: float = 30.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Callable[[float], None] = time.sleep,
         owns_client: bool = False,
+        lock_conflict_wait_s: float = DEFAULT_CONFLICT_WAIT_S,
     ) -> None:
         self._client = api_client
         self._owns_client = owns_client
@@ -70,7 +76,9 @@ class KubernetesCluster:
         self._clock = clock
         self._subscribers = Subscribers()
         self._delivery = threading.RLock()
-        self._nodes = Informer(self._api, nodes(), self._deliver, watch_timeout_s=watch_timeout_s)
+        self._nodes = Informer(
+            self._api, nodes(node_field_selector), self._deliver, watch_timeout_s=watch_timeout_s
+        )
         self._pods = Informer(
             self._api, pods(pod_field_selector), self._deliver, watch_timeout_s=watch_timeout_s
         )
@@ -79,7 +87,8 @@ class KubernetesCluster:
             if watch_quotas
             else None
         )
-        self._locker = NodeLocker(self._api, clock, sleep)
+        self._locker = NodeLocker(self._api, clock, sleep, conflict_wait_s=lock_conflict_wait_s)
+        self._watch_nodes = watch_nodes
 
     @classmethod
     def connect(cls, settings: ConnectionSettings, **options: Any) -> "KubernetesCluster":
@@ -89,7 +98,9 @@ class KubernetesCluster:
     # lifecycle -------------------------------------------------------------------------------
     @property
     def _informers(self) -> list[Informer[Any]]:
-        found: list[Informer[Any]] = [self._nodes, self._pods]
+        found: list[Informer[Any]] = [self._pods]
+        if self._watch_nodes:
+            found.insert(0, self._nodes)
         return found if self._quotas is None else [*found, self._quotas]
 
     def start(self) -> None:
@@ -125,7 +136,7 @@ class KubernetesCluster:
     def list_nodes(self) -> list[ClusterNode]:
         if self._nodes.synced:
             return self._nodes.store.values()
-        return self._live_list(nodes())
+        return self._live_list(self._nodes.spec)
 
     def get_node(self, name: str) -> ClusterNode | None:
         if self._nodes.synced:
@@ -146,6 +157,10 @@ class KubernetesCluster:
     def get_pod(self, namespace: str, name: str) -> Pod | None:
         if self._pods.synced:
             return self._pods.store.get(f"{namespace}/{name}")
+        return self.read_pod(namespace, name)
+
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod as the API has it now (never the cache); None when it does not exist."""
         return self._live_get(object_path(namespaced("pods", namespace), name), pod_from_manifest)
 
     def list_quotas(self) -> list[Quota]:
@@ -167,11 +182,18 @@ class KubernetesCluster:
         name: str,
         annotations: Mapping[str, str | None],
         labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
     ) -> Pod:
-        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone."""
+        """JSON merge patch of metadata annotations (None deletes a key); NotFound if gone.
+
+        `resource_version` goes into the patch as `metadata.resourceVersion`, which the API
+        server treats as a precondition: Conflict when the pod has changed since.
+        """
         meta: dict[str, Any] = {"annotations": dict(annotations)}
         if labels:
             meta["labels"] = dict(labels)
+        if resource_version:
+            meta["resourceVersion"] = resource_version
         path = object_path(namespaced("pods", namespace), name)
         manifest = self._api.merge_patch(path, {"metadata": meta})
         try:
@@ -231,8 +253,8 @@ class KubernetesCluster:
         """Take `hami.io/mutex.lock` on the node for the pod (HAMi-compatible value).
 
         Succeeds when the lock is free, already the pod's, expired, or held by a pod that no
-        longer exists. Raises Conflict when another live pod holds it, NotFound for a missing
-        node.
+        longer exists; waits up to `lock_conflict_wait_s` while another live pod holds it.
+        Raises Conflict when that pod still holds it then, NotFound for a missing node.
         """
         manifest = self._locker.lock(node, namespace, pod, expiry)
         self._nodes.store.write_through(node_from_manifest(manifest))

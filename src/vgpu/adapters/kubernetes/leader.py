@@ -6,6 +6,11 @@ the candidate's own clock (so clock skew between machines does not matter). Upda
 Lease's resourceVersion, so two candidates cannot both win. The leader renews every
 `retry_period` and gives up leadership when it could not renew for `renew_deadline`. On
 `stop()` a leader releases the Lease (empty holder) so another candidate takes over at once.
+
+Fencing: `is_leader` turns false the moment `renew_deadline` has passed since the start of the
+last successful renewal, on the monotonic clock, even while a Lease call is still hanging; and
+every Lease call times out after half the renew deadline. Another candidate can take over only
+after `lease_duration` (> renew_deadline) without a change, so two replicas never both lead.
 """
 
 import logging
@@ -100,6 +105,11 @@ def released_spec(record: LeaseRecord, now: datetime) -> dict[str, Any]:
     }
 
 
+def lease_call_timeout(renew_deadline_s: float) -> float:
+    """How long one API call may take so that a hung call cannot outlive leadership."""
+    return renew_deadline_s / 2
+
+
 def micro_time(now: datetime) -> str:
     """Kubernetes MicroTime: RFC3339 with microseconds, UTC."""
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -137,7 +147,7 @@ class LeaderElector:
         self.identity = identity
         self.name = name
         self.namespace = namespace
-        self._api = KubeApi(api_client, timeout=renew_deadline_s)
+        self._api = KubeApi(api_client, timeout=lease_call_timeout(renew_deadline_s))
         self._path = object_path(namespaced("leases", namespace, LEASES), name)
         self._duration_s = lease_duration_s
         self._renew_deadline_s = renew_deadline_s
@@ -155,7 +165,10 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        return self._leading.is_set()
+        """Leading, and the last renewal is younger than the renew deadline (checked now)."""
+        if not self._leading.is_set():
+            return False
+        return self._monotonic() - self._last_renew < self._renew_deadline_s
 
     def wait_for_leadership(self, timeout: float | None = None) -> bool:
         return self._leading.wait(timeout)
@@ -189,10 +202,11 @@ class LeaderElector:
             self.identity,
         )
         while not self._stopping.is_set():
+            started = self._monotonic()  # the lease counts from before the call, not after
             attempt = self.try_acquire_or_renew()
             now = self._monotonic()
             if attempt is Attempt.LEADING:
-                self._last_renew = now
+                self._last_renew = started
                 if not self._leading.is_set():
                     self._leading.set()
                     log.info(

@@ -4,6 +4,10 @@ The lock is a node annotation `<RFC3339 time>,<namespace>,<pod>`. It is written 
 merge patch that carries the node's `metadata.resourceVersion`, so two schedulers racing for
 the same node cannot both win: the later write gets 409 Conflict, re-reads and decides again
 (up to 5 tries, 100 ms doubling with jitter).
+
+While another live pod holds the lock (its bind is between lock and Allocate), the caller
+waits for it, as HAMi's bind does: it re-reads with a jittered backoff from 100 ms doubling to
+1 s, for at most `conflict_wait_s` in all, and only then gives up with Conflict.
 """
 
 import logging
@@ -14,21 +18,23 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
-from vgpu.adapters.kubernetes.backoff import retry_delays
+from vgpu.adapters.kubernetes.backoff import Backoff, retry_delays
 from vgpu.domain.errors import DomainError
-from vgpu.domain.nodelock import NodeLock, parse_node_lock
+from vgpu.domain.nodelock import DEFAULT_CLOCK_SKEW, NodeLock, parse_node_lock
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
 from vgpu.ports.cluster import Conflict, NotFound
 
 log = logging.getLogger(__name__)
 
 ATTEMPTS = 5
+DEFAULT_CONFLICT_WAIT_S = 5.0
 
 
 class Verdict(Enum):
     FREE = "free"  # no lock on the node
     OURS = "ours"  # the pod already holds it
     EXPIRED = "expired"  # older than the expiry
+    FUTURE = "future-dated"  # dated beyond the clock skew allowance ahead: could never expire
     ORPHANED = "orphaned"  # its pod no longer exists
     MALFORMED = "malformed"  # unreadable value: nobody can prove ownership, so it is replaced
     HELD = "held"  # another live pod holds it
@@ -51,10 +57,11 @@ def judge_lock(
     now: datetime,
     expiry: timedelta,
     owner_exists: Callable[[str, str], bool],
+    skew: timedelta = DEFAULT_CLOCK_SKEW,
 ) -> LockState:
     """Whether `namespace/pod` may take a node whose lock annotation is `value`.
 
-    `owner_exists` is asked only when the lock is neither ours nor expired.
+    `owner_exists` is asked only when the lock is neither ours, expired nor future-dated.
     """
     if value is None:
         return LockState(Verdict.FREE)
@@ -66,40 +73,73 @@ def judge_lock(
         return LockState(Verdict.OURS, lock)
     if lock.expired(now, expiry):
         return LockState(Verdict.EXPIRED, lock)
+    if lock.from_the_future(now, skew):
+        return LockState(Verdict.FUTURE, lock)
     if lock.pod and not owner_exists(lock.namespace, lock.pod):
         return LockState(Verdict.ORPHANED, lock)
     return LockState(Verdict.HELD, lock)
 
 
 class NodeLocker:
-    """The lock protocol over the API; `clock` and `sleep` are injectable for tests."""
+    """The lock protocol over the API; `clock`, `sleep` and `monotonic` are injectable for tests.
+
+    `conflict_wait_s` bounds how long `lock` waits for another live pod's lock to go.
+    """
 
     def __init__(
         self,
         api: KubeApi,
         clock: Callable[[], datetime],
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        conflict_wait_s: float = DEFAULT_CONFLICT_WAIT_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        skew: timedelta = DEFAULT_CLOCK_SKEW,
     ) -> None:
+        if conflict_wait_s < 0:
+            raise ValueError(f"conflict_wait_s must not be negative, got {conflict_wait_s}")
         self._api = api
         self._clock = clock
         self._sleep = sleep
+        self._conflict_wait_s = conflict_wait_s
+        self._monotonic = monotonic
+        self._skew = skew
 
     def lock(self, node: str, namespace: str, pod: str, expiry: timedelta) -> dict[str, object]:
         """Take the lock; returns the patched node manifest, or the current one if already ours.
 
-        Raises NotFound for a missing node, Conflict while another live pod holds the lock.
+        Raises NotFound for a missing node, Conflict when another live pod still holds the lock
+        after `conflict_wait_s`.
         """
+        deadline = self._monotonic() + self._conflict_wait_s
+        waits = Backoff(initial=0.1, factor=2.0, cap=1.0, jitter=0.2)
+        while True:
+            try:
+                return self._try_lock(node, namespace, pod, expiry)
+            except _Held as held:
+                left = deadline - self._monotonic()
+                if left <= 0:
+                    raise Conflict(f"{held} (waited {self._conflict_wait_s:g}s)") from None
+                delay = min(waits.next_delay(), left)
+                log.debug("%s; retrying in %.2fs", held, delay)
+                self._sleep(delay)
+
+    def _try_lock(
+        self, node: str, namespace: str, pod: str, expiry: timedelta
+    ) -> dict[str, object]:
+        """One attempt: take the lock (retrying a racing write), or raise _Held."""
         path = object_path("/api/v1/nodes", node)
         for delay in _tries():
             manifest = self._api.get(path)
             meta = manifest.get("metadata") or {}
             held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
-            state = judge_lock(held, namespace, pod, self._clock(), expiry, self._pod_exists)
+            now = self._clock()
+            state = judge_lock(held, namespace, pod, now, expiry, self._pod_exists, self._skew)
             if state.verdict is Verdict.OURS:
                 return manifest
             if not state.verdict.may_take:
                 assert state.lock is not None
-                raise Conflict(
+                raise _Held(
                     f"node {node} is locked by pod {state.lock.namespace}/{state.lock.pod} "
                     f"since {state.lock.taken_at.isoformat()}"
                 )
@@ -112,7 +152,7 @@ class NodeLocker:
                     namespace,
                     pod,
                 )
-            value = NodeLock(self._clock(), namespace, pod).encode()
+            value = NodeLock(now, namespace, pod).encode()
             try:
                 return self._api.merge_patch(path, _annotation_patch(meta, value))
             except Conflict:
@@ -154,6 +194,10 @@ class NodeLocker:
         except NotFound:
             return False
         return True
+
+
+class _Held(Exception):
+    """Another live pod holds the lock; the message says who and since when."""
 
 
 def _tries() -> Iterator[float | None]:

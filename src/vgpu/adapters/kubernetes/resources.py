@@ -40,8 +40,9 @@ def manifest_key(kind: Kind, manifest: Mapping[str, Any]) -> str:
     return name if kind is Kind.NODE else f"{meta.get('namespace') or 'default'}/{name}"
 
 
-def nodes() -> ResourceSpec[ClusterNode]:
-    return ResourceSpec(Kind.NODE, "/api/v1/nodes", node_from_manifest)
+def nodes(field_selector: str = "") -> ResourceSpec[ClusterNode]:
+    """All nodes, or those a field selector picks (`metadata.name=gpu-1` for one node)."""
+    return ResourceSpec(Kind.NODE, "/api/v1/nodes", node_from_manifest, field_selector)
 
 
 def pods(field_selector: str = "") -> ResourceSpec[Pod]:

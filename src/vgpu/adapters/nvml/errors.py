@@ -2,7 +2,7 @@
 
 from types import ModuleType
 
-_FAKE_HINT = "For development without a GPU, run the device plugin with --fake-gpus FILE."
+_FAKE_HINT = "For development without a GPU, pass --fake-gpus FILE (device plugin, monitor)."
 
 
 def init_failure(nvml: ModuleType, err: Exception) -> str:

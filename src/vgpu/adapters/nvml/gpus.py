@@ -12,7 +12,7 @@ from vgpu.adapters.nvml.library import load_pynvml, text
 from vgpu.adapters.nvml.sysfs import numa_node
 from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable
+from vgpu.ports.gpu import GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,46 @@ class NvmlGpus:
             return []
         return watcher.wait(timeout_s)
 
+    def read_usage(self) -> list[GpuUsage]:
+        """Used memory and utilisation of every GPU NVML lists, in index order.
+
+        A figure the GPU does not support (or NVML fails to read) is None; a GPU whose handle,
+        uuid or name cannot be read is left out. Raises GpuUnavailable when NVML cannot start.
+        """
+        with self._lock:
+            if self._closed.is_set():
+                raise GpuUnavailable("the NVML adapter is closed")
+            self._init()
+            nvml = self._nvml
+            try:
+                count = int(nvml.nvmlDeviceGetCount())
+            except nvml.NVMLError as err:
+                raise GpuUnavailable(f"NVML could not count the GPUs ({err})") from err
+            found: list[GpuUsage] = []
+            for index in range(count):
+                try:
+                    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                    uuid = text(nvml.nvmlDeviceGetUUID(handle))
+                    name = text(nvml.nvmlDeviceGetName(handle))
+                except nvml.NVMLError as err:
+                    log.warning("no usage for GPU %d: NVML could not name it (%s)", index, err)
+                    continue
+                memory = self._figure(index, "used memory", nvml.nvmlDeviceGetMemoryInfo, handle)
+                rates = self._figure(
+                    index, "utilization", nvml.nvmlDeviceGetUtilizationRates, handle
+                )
+                found.append(
+                    GpuUsage(
+                        uuid=uuid,
+                        index=index,
+                        name=name,
+                        memory_used_bytes=None if memory is None else int(memory.used),
+                        utilization_percent=None if rates is None else int(rates.gpu),
+                        memory_controller_percent=None if rates is None else int(rates.memory),
+                    )
+                )
+            return found
+
     def close(self) -> None:
         """Stop watching events and shut NVML down; safe to call more than once."""
         self._closed.set()
@@ -133,6 +173,17 @@ class NvmlGpus:
             mig_enabled=self._mig_enabled(index, handle),
         )
         return gpu, handle
+
+    def _figure(self, index: int, what: str, read: Any, handle: Any) -> Any:
+        """`read(handle)`, or None when the GPU does not support it or NVML fails."""
+        nvml = self._nvml
+        try:
+            return read(handle)
+        except nvml.NVMLError_NotSupported:
+            return None
+        except nvml.NVMLError as err:
+            log.warning("GPU %d: NVML cannot read its %s (%s)", index, what, err)
+            return None
 
     def _numa(self, index: int, handle: Any) -> int:
         nvml = self._nvml

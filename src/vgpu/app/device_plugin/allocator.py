@@ -1,20 +1,27 @@
 """Allocate: turn the scheduler's grants on the pod into HAMi-core envs and mounts.
 
-For each container the kubelet asks about, the next non-empty container segment of
-`hami.io/vgpu-devices-to-allocate` is checked (count, cards that exist here, sizes within the
-card), answered with the domain's allocation, and emptied in the annotation. When no segment
-is left the pod's bind phase becomes `success` and the node lock is released; any failure sets
-`failed`, releases the lock and refuses the call with the reason.
+The pod served is a waiting pod whose grant the plugin trusts (signed by the scheduler, see
+`trust` and `pending`); waiting pods whose grant it does not trust are refused as they are found.
+For each container the kubelet asks about, the next non-empty segment of
+`hami.io/vgpu-devices-to-allocate` is checked (count, cards that exist here, and the pod's whole
+grant against the plugin's own node ledger), answered with the domain's allocation, and emptied
+in the annotation. When no segment is left the pod's bind phase becomes `success` and the node
+lock is released. Every refusal sets bind phase `failed`, records a GPUAllocationFailed event on
+the pod, releases its lock, and answers the kubelet with the reason.
 """
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
-from vgpu.app.device_plugin.pending import FAILED, SUCCESS, find_pending_pod
+from vgpu.app.device_plugin.keyring import KeyRingUnavailable
+from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
+from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
 from vgpu.domain.codec import decode_pod_grants, encode_pod_grants
 from vgpu.domain.errors import DomainError, RequestError
@@ -26,6 +33,8 @@ from vgpu.ports.cluster import ClusterError, ClusterPort
 from vgpu.ports.kubelet import ContainerResponse, DevicePluginError
 
 log = logging.getLogger(__name__)
+
+SETTLE_POLL_S = 0.05
 
 
 class Allocator:
@@ -39,50 +48,90 @@ class Allocator:
         config: AllocationConfig,
         host: HostDirs,
         vendor: Vendor,
+        trust: GrantTrust,
+        ledger: NodeLedger,
         new_cache_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        settle_s: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """`settle_s`: how long to wait for a trusted pod to show up in the cluster port's
+        cache before refusing (the kubelet may see a bound pod a moment before the plugin)."""
         self._cluster = cluster
         self._gpus = gpus
         self._node = node
         self._config = config
         self._host = host
         self._vendor = vendor
+        self._trust = trust
+        self._ledger = ledger
         self._new_cache_id = new_cache_id
+        self._settle_s = settle_s
+        self._sleep = sleep
         self._lock = threading.Lock()
 
     def allocate(self, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
         with self._lock:
-            pod = self._pending_pod()
+            waiting = self._settled_search()
+            for refused, reason in waiting.refused:
+                self._fail(refused, f"cannot allocate GPUs for pod {refused.key}: {reason}")
+            pod = self._chosen(waiting)
             try:
                 return self._serve(pod, requests)
+            except KeyRingUnavailable as exc:
+                raise self._unverifiable(exc) from exc
             except (DevicePluginError, DomainError, ClusterError) as exc:
                 self._fail(pod, str(exc))
                 raise DevicePluginError(f"cannot allocate GPUs for pod {pod.key}: {exc}") from exc
 
     def pending_grants(self) -> list[ContainerGrant]:
         """The waiting pod's containers still to serve, in order (for preferred allocation)."""
-        pod = self._pending_pod()
+        pod = self._chosen(self._search())
         text = pod.annotations.get(self._vendor.to_allocate_annotation, "")
         grants = decode_pod_grants(text, self._vendor.to_allocate_annotation)
         return [c for c in grants if c]
 
     # internals -------------------------------------------------------------------------------
-    def _pending_pod(self) -> Pod:
+    def _search(self) -> Waiting:
         try:
-            pod = find_pending_pod(self._cluster, self._node, self._vendor)
+            return find_pending_pod(self._cluster, self._node, self._vendor, self._trust)
         except ClusterError as exc:
             raise DevicePluginError(f"cannot look up pods on node {self._node}: {exc}") from exc
-        if pod is None:
+        except KeyRingUnavailable as exc:
+            raise self._unverifiable(exc) from exc
+
+    def _unverifiable(self, exc: KeyRingUnavailable) -> DevicePluginError:
+        """No key ring: refuse the call but fail no pod, since none could be judged."""
+        return DevicePluginError(f"cannot verify grants on node {self._node}: {exc}")
+
+    def _settled_search(self) -> Waiting:
+        waited = 0.0
+        waiting = self._search()
+        while waiting.chosen is None and waited < self._settle_s:
+            self._sleep(SETTLE_POLL_S)
+            waited += SETTLE_POLL_S
+            waiting = self._search()
+        return waiting
+
+    def _chosen(self, waiting: Waiting) -> Pod:
+        if waiting.chosen is not None:
+            return waiting.chosen
+        if waiting.refused:
+            reasons = "; ".join(f"{pod.key}: {reason}" for pod, reason in waiting.refused)
             raise DevicePluginError(
-                f"no pod on node {self._node} is waiting for GPUs: expected a Pending pod with "
-                f"hami.io/vgpu-node={self._node}, hami.io/bind-phase=allocating and grants left "
-                f"in {self._vendor.to_allocate_annotation} (was it scheduled by vgpu?)"
+                f"no pod on node {self._node} waits with a grant this plugin can trust, "
+                f"refused: {reasons}"
             )
-        return pod
+        raise DevicePluginError(
+            f"no pod on node {self._node} is waiting for GPUs: expected a Pending pod bound "
+            f"here with hami.io/bind-phase=allocating and grants left in "
+            f"{self._vendor.to_allocate_annotation} (was it scheduled by vgpu?)"
+        )
 
     def _serve(self, pod: Pod, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
         key = self._vendor.to_allocate_annotation
         grants = list(decode_pod_grants(pod.annotations.get(key, ""), key))
+        first = next((i for i, c in enumerate(grants) if c), 0)
+        self._ledger.check(pod, allocated_grants(pod, self._vendor), container_label(pod, first))
         answers = []
         served = []
         for device_ids in requests:
@@ -138,17 +187,6 @@ class Allocator:
                 raise DevicePluginError(
                     f"container {container!r}: card {grant.uuid} is granted as vendor "
                     f"{grant.vendor!r}, not {self._vendor.word!r}"
-                )
-            card = self._gpus.card(grant.uuid)
-            if card is None:
-                raise DevicePluginError(
-                    f"container {container!r}: granted card {grant.uuid} is not a GPU of node "
-                    f"{self._node} (forged or stale grant); refusing to hand it out"
-                )
-            if grant.memory > card.memory or grant.cores > card.cores:
-                raise DevicePluginError(
-                    f"container {container!r}: grant of {grant.memory} MiB and {grant.cores}% "
-                    f"cores exceeds card {grant.uuid} ({card.memory} MiB, {card.cores}% cores)"
                 )
 
     def _answer(self, pod: Pod, container: Container, segment: ContainerGrant) -> ContainerResponse:

@@ -22,7 +22,9 @@ DESCRIPTION = """\
 Run the vgpu device plugin on one node. It lists every GPU to the kubelet as split-count
 shareable replicas of the resource (nvidia.com/gpu), publishes the GPUs in the node
 annotation hami.io/node-nvidia-register for the scheduler, and on each Allocate reads the
-scheduler's grants from the pod and answers with HAMi-core's environment and mounts.
+scheduler's grants from the pod, serves them only when the scheduler's signature verifies (key
+ring in the Secret vgpu-system/vgpu-grant-keys) and they fit the node's own ledger, and answers
+with HAMi-core's environment and mounts.
 
 Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
 setting name in capitals, e.g. VGPU_SPLIT_COUNT=4; NODE_NAME also sets the node) < flags.

@@ -3,7 +3,8 @@
 Precedence, lowest first: defaults, the `--config` file, environment variables (`VGPU_` + the
 field name in capitals, e.g. `VGPU_SPLIT_COUNT=4`; the node name also from `NODE_NAME`, as a
 DaemonSet sets it with the downward API), command-line flags. Lists in the environment are
-comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`). Unknown `VGPU_*` names
+comma-separated (`VGPU_DISABLE_CONTROL_NAMESPACES=ml-admin,research`); nested settings join
+with `__` (`VGPU_SIGNING__ENABLED=false`). Unknown `VGPU_*` names
 are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the scheduler.
 """
 
@@ -16,9 +17,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vgpu.app.errors import ConfigError
 from vgpu.app.settings import ResourceName, VendorWord, load_settings
 
-__all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "load_config"]
+__all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "Signing", "load_config"]
 
 NODE_NAME_ENV = "NODE_NAME"
+
+
+class Signing(BaseModel):
+    """Which grants the plugin serves: signed ones (vgpu's scheduler), or with `enabled: false`
+    (HAMi's scheduler, which does not sign) those on pods naming a trusted scheduler."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    secret_namespace: str = Field(default="vgpu-system", min_length=1)
+    secret_name: str = Field(default="vgpu-grant-keys", min_length=1)
+    refresh_interval: float = Field(default=30.0, gt=0)
+    unknown_key_retry: float = Field(default=5.0, gt=0)
+    trusted_schedulers: tuple[str, ...] = ("hami-scheduler", "vgpu-scheduler")
+
+    @model_validator(mode="after")
+    def _trusts_someone(self) -> Self:
+        if not self.enabled and not self.trusted_schedulers:
+            raise ValueError(
+                "with signing off, trusted_schedulers must name at least one scheduler"
+            )
+        return self
 
 
 class DevicePluginConfig(BaseModel):
@@ -48,6 +71,8 @@ class DevicePluginConfig(BaseModel):
     kubeconfig: Path | None = None
     fake_gpus: Path | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    signing: Signing = Field(default_factory=Signing)
+    settle: float = Field(2.0, ge=0, le=30)
 
     @field_validator("endpoint")
     @classmethod

@@ -1,6 +1,8 @@
 """The device plugin's composition root: which adapters, wired to which use cases."""
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
@@ -12,15 +14,22 @@ from vgpu.app.device_plugin.daemon import DevicePluginDaemon
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
+from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
+from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
+from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.gpu import GpuPort
+from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.kubelet import PluginOptions
+
+if TYPE_CHECKING:
+    from vgpu.adapters.kubernetes import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +45,59 @@ def make_gpu_port(config: DevicePluginConfig) -> GpuPort:
     return NvmlGpus()
 
 
-def make_cluster(config: DevicePluginConfig) -> ClusterPort:
-    """The Kubernetes API, read live (no informers): the plugin reads little and must not lag."""
-    from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster
+def _connection(config: DevicePluginConfig) -> "ConnectionSettings":
+    from vgpu.adapters.kubernetes import ConnectionSettings
 
-    settings = ConnectionSettings(
+    return ConnectionSettings(
         kubeconfig=str(config.kubeconfig) if config.kubeconfig is not None else None
     )
-    return KubernetesCluster.connect(
-        settings,
+
+
+def make_cluster(config: DevicePluginConfig) -> ClusterPort:
+    """The Kubernetes API with a watch cache of this node's pods, which the node ledger and
+    the pending-pod search read on every Allocate; reads go to the API until it has synced."""
+    from vgpu.adapters.kubernetes import KubernetesCluster
+
+    cluster = KubernetesCluster.connect(
+        _connection(config),
         component="vgpu-device-plugin",
         pod_field_selector=f"spec.nodeName={config.node_name}",
+        node_field_selector=f"metadata.name={config.node_name}",
         watch_quotas=False,
     )
+    cluster.start()
+    return cluster
+
+
+def make_grant_keys(config: DevicePluginConfig) -> GrantKeyPort:
+    """The Secret holding the grant key ring."""
+    from vgpu.adapters.kubernetes.connection import new_api_client
+    from vgpu.adapters.kubernetes.keys import SecretGrantKeys
+
+    signing = config.signing
+    return SecretGrantKeys(
+        new_api_client(_connection(config)), signing.secret_namespace, signing.secret_name
+    )
+
+
+def make_trust(
+    config: DevicePluginConfig, vendor: Vendor, keys: Callable[[], GrantKeyPort]
+) -> GrantTrust:
+    """Signed grants when signing is on; else grants on pods naming a trusted scheduler."""
+    signing = config.signing
+    if not signing.enabled:
+        log.warning(
+            "grant signing is off: serving grants on pods that name one of the schedulers %s",
+            ", ".join(signing.trusted_schedulers),
+        )
+        return NamedSchedulerGrants(frozenset(signing.trusted_schedulers), config.node_name, vendor)
+    ring = KeyRingCache(
+        keys(),
+        f"Secret {signing.secret_namespace}/{signing.secret_name}",
+        refresh_s=signing.refresh_interval,
+        unknown_key_retry_s=signing.unknown_key_retry,
+    )
+    return SignedGrants(ring, config.node_name, vendor)
 
 
 def make_vendor(config: DevicePluginConfig) -> Vendor:
@@ -90,11 +139,13 @@ def plugin_options(settings: NodeSettings) -> PluginOptions:
 
 
 class DevicePluginContainer(containers.DeclarativeContainer):
-    """Override `cluster`, `gpu_port` or `kubelet` to embed or test with other adapters."""
+    """Override `cluster`, `gpu_port`, `grant_keys` or `kubelet` to embed or test with other
+    adapters."""
 
     config = providers.Dependency(instance_of=DevicePluginConfig)
 
     cluster = providers.Singleton(make_cluster, config)
+    grant_keys = providers.Singleton(make_grant_keys, config)
     gpu_port = providers.Singleton(make_gpu_port, config)
     kubelet = providers.Singleton(
         KubeletPlugin, config.provided.plugin_dir, config.provided.socket_name
@@ -106,6 +157,10 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
+    trust = providers.Singleton(make_trust, config, vendor, grant_keys.provider)
+    ledger = providers.Singleton(
+        NodeLedger, cluster, gpus, config.provided.node_name, vendor, trust
+    )
     allocator = providers.Singleton(
         Allocator,
         cluster,
@@ -114,6 +169,9 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         providers.Singleton(allocation_config, config, settings),
         host,
         vendor,
+        trust,
+        ledger,
+        settle_s=config.provided.settle,
     )
     service = providers.Singleton(
         DevicePluginService, gpus, allocator, settings.provided.preferred_allocation

@@ -2,17 +2,21 @@
 
 HAMi's handshake (contracts.md 4.6): the scheduler's bind leaves `hami.io/bind-phase=allocating`
 and the node lock `hami.io/mutex.lock` naming the pod; the kubelet's Allocate carries no pod
-name, so the plugin looks the pod up.
+name, so the plugin looks the pod up. Only pods whose grant is trusted (see `trust`) and whose
+`to-allocate` text is what is left of the signed `allocated` text are candidates: a tenant's own
+annotations can neither jump the queue nor raise what is served.
 """
 
 import logging
+from dataclasses import dataclass, field
 
+from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label
 from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.errors import CodecError, DomainError
+from vgpu.domain.grant import ContainerGrant
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import (
-    ASSIGNED_NODE_ANNOTATION,
     BIND_PHASE_ANNOTATION,
     BIND_TIME_ANNOTATION,
     NODE_LOCK_ANNOTATION,
@@ -27,36 +31,43 @@ SUCCESS = "success"
 FAILED = "failed"
 
 
-def find_pending_pod(cluster: ClusterPort, node: str, vendor: Vendor) -> Pod | None:
-    """The node lock's owner if it is waiting here, else the oldest waiting pod on the node.
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The pod to serve (None when no trusted one waits) and the waiting pods refused, why."""
 
-    A pod is waiting when it is Pending, assigned to `node` by the scheduler, in bind phase
-    `allocating`, and still has granted containers left to serve (or an unreadable grant
-    annotation, which Allocate then reports).
+    chosen: Pod | None = None
+    refused: list[tuple[Pod, str]] = field(default_factory=list)
+
+
+def find_pending_pod(cluster: ClusterPort, node: str, vendor: Vendor, trust: GrantTrust) -> Waiting:
+    """The node lock's owner if it waits here with a trusted grant, else the oldest such pod.
+
+    A pod waits when it is Pending, bound to `node`, in bind phase `allocating`, and has
+    containers left to serve (or an unreadable grant, which is then refused with the reason).
     """
-    current = cluster.get_node(node)
-    lock_value = None if current is None else current.annotations.get(NODE_LOCK_ANNOTATION)
-    if lock_value:
-        try:
-            lock = parse_node_lock(lock_value)
-        except DomainError as exc:
-            log.warning("node %s: ignoring unreadable node lock: %s", node, exc)
+    trusted: list[Pod] = []
+    refused: list[tuple[Pod, str]] = []
+    for pod in cluster.list_pods(node):
+        if not is_waiting(pod, node, vendor):
+            continue
+        problem = trust.problem(pod) or to_allocate_problem(pod, vendor)
+        if problem is None:
+            trusted.append(pod)
         else:
-            owner = cluster.get_pod(lock.namespace, lock.pod) if lock.pod else None
-            if owner is not None and is_waiting(owner, node, vendor):
-                return owner
-    waiting = [p for p in cluster.list_pods(node) if is_waiting(p, node, vendor)]
-    waiting.sort(key=lambda p: (_bind_time(p), p.namespace, p.name))
-    return waiting[0] if waiting else None
+            refused.append((pod, problem))
+    if not trusted:
+        return Waiting(None, refused)
+    owner = _lock_owner(cluster, node)
+    trusted.sort(key=lambda p: (p.key != owner, _bind_time(p), p.namespace, p.name))
+    return Waiting(trusted[0], refused)
 
 
 def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:
     annotations = pod.annotations
     if (
         pod.phase != "Pending"
-        or annotations.get(ASSIGNED_NODE_ANNOTATION) != node
+        or pod.node_name != node
         or annotations.get(BIND_PHASE_ANNOTATION) != ALLOCATING
-        or pod.node_name not in ("", node)
     ):
         return False
     text = annotations.get(vendor.to_allocate_annotation)
@@ -66,6 +77,47 @@ def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:
         return any(decode_pod_grants(text, vendor.to_allocate_annotation))
     except CodecError:
         return True
+
+
+def to_allocate_problem(pod: Pod, vendor: Vendor) -> str | None:
+    """Why `to-allocate` is not what is left of `allocated`; None when it is.
+
+    Each container's segment must equal the allocated one at the same index, or be empty
+    (already served). Anything else (a raised amount, another or an added card) is refused.
+    """
+    key = vendor.to_allocate_annotation
+    try:
+        left = decode_pod_grants(pod.annotations.get(key, ""), key)
+        allocated = allocated_grants(pod, vendor)
+    except CodecError as exc:
+        return str(exc)
+    for index, segment in enumerate(left):
+        granted = allocated[index] if index < len(allocated) else ()
+        if segment and segment != granted:
+            return (
+                f"container {container_label(pod, index)}: {key} asks for "
+                f"{_cards(segment)} but {vendor.allocated_annotation} grants "
+                f"{_cards(granted) or 'nothing'}"
+            )
+    return None
+
+
+def _cards(segment: ContainerGrant) -> str:
+    return ", ".join(f"{g.uuid} {g.memory} MiB {g.cores}% cores" for g in segment)
+
+
+def _lock_owner(cluster: ClusterPort, node: str) -> str | None:
+    """`namespace/name` of the pod holding the node lock, if it is readable."""
+    current = cluster.get_node(node)
+    value = None if current is None else current.annotations.get(NODE_LOCK_ANNOTATION)
+    if not value:
+        return None
+    try:
+        lock = parse_node_lock(value)
+    except DomainError as exc:
+        log.warning("node %s: ignoring unreadable node lock: %s", node, exc)
+        return None
+    return f"{lock.namespace}/{lock.pod}" if lock.pod else None
 
 
 def _bind_time(pod: Pod) -> int:

@@ -1,38 +1,48 @@
-"""`vgpu scheduler`: serve the webhook and the kube-scheduler extender over HTTP(S)."""
+"""`vgpu scheduler`: serve the webhook, the kube-scheduler extender and metrics over HTTP(S)."""
 
 import argparse
 import logging
 import os
-import ssl
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import uvicorn
 
 from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
 from vgpu.app.scheduler.container import SchedulerContainer
 from vgpu.app.scheduler.fake_mode import FakeClusterError
+from vgpu.app.scheduler.listeners import ListenError, serve
+from vgpu.app.scheduler.tls import TlsError, WebhookTls
 from vgpu.ports.cluster import ClusterError
 
 log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
-Run the GPU-sharing scheduler beside kube-scheduler, where HAMi's hami-scheduler runs:
+Run the GPU-sharing scheduler beside kube-scheduler, where HAMi's hami-scheduler runs.
+It serves three listeners:
 
-  POST /webhook     mutating admission webhook (AdmissionReview v1 and v1beta1): sends GPU
-                    pods to this scheduler, denies impossible ones (bad quantities, quota)
-  POST /filter      kube-scheduler extender: picks the node and the exact GPU slices, reserves
-                    them and writes HAMi's pod annotations (nodeCacheCapable: true)
-  POST /prioritize  scores candidate nodes 0..10 (for combined scoring, see docs/scheduler.md)
-  POST /bind        node lock, hami.io/bind-phase=allocating, then the Binding
-  GET  /healthz, /readyz (ready once synced and leading), /metrics (Prometheus)
+  webhook (--listen, HTTPS with --tls-cert/--tls-key):
+    POST /webhook     mutating admission webhook (AdmissionReview v1 and v1beta1): sends GPU
+                      pods to this scheduler, denies impossible ones (bad quantities, quota)
+    GET  /healthz, /readyz (ready once synced and leading)
+  extender (--extender-listen, default 127.0.0.1:8888; kube-scheduler as a sidecar):
+    POST /filter      picks the node and the exact GPU slices, reserves them and writes
+                      HAMi's pod annotations (nodeCacheCapable: true)
+    POST /prioritize  scores candidate nodes 0..10 (for combined scoring, see docs/scheduler.md)
+    POST /bind        node lock, hami.io/bind-phase=allocating, then the Binding
+    POST /preempt     keeps the proposed victims whose GPU slices must go (preemptVerb)
+    GET  /healthz
+    Off loopback it needs mutual TLS: extender.tls_cert, extender.tls_key, extender.client_ca.
+  metrics (--metrics-listen, default 0.0.0.0:9395):
+    GET  /metrics     Prometheus
+    GET  /explain/NAMESPACE/NAME   the last decision on a pod, explained (JSON)
+SIGHUP reads the webhook's certificate and key files again (new handshakes use them).
 """
 
 EPILOG = """\
 settings (lowest precedence first): defaults, --config FILE (YAML), VGPU_* environment
 variables (nested fields with __, e.g. VGPU_LEADER_ELECTION__ENABLED=true,
-VGPU_RESERVATION_TIMEOUT=120), then these flags. See docs/scheduler.md for every field.
+VGPU_EXTENDER__PORT=8888), then these flags. See docs/scheduler.md for every field.
 
 examples:
   vgpu scheduler --config /etc/vgpu/scheduler.yaml --tls-cert tls.crt --tls-key tls.key \\
@@ -54,13 +64,23 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help="address to serve on (default 127.0.0.1:8080; in a pod use 0.0.0.0:443)",
+        help="webhook and health address (default 127.0.0.1:8080; in a pod use 0.0.0.0:443)",
+    )
+    parser.add_argument(
+        "--extender-listen",
+        metavar="HOST:PORT",
+        help="extender verbs address (default 127.0.0.1:8888; off loopback needs mutual TLS)",
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="Prometheus /metrics address (default 0.0.0.0:9395)",
     )
     parser.add_argument(
         "--tls-cert",
         type=Path,
         metavar="FILE",
-        help="serve HTTPS with this certificate (PEM); needs --tls-key",
+        help="serve the webhook over HTTPS with this certificate (PEM); needs --tls-key",
     )
     parser.add_argument("--tls-key", type=Path, metavar="FILE", help="private key of --tls-cert")
     parser.add_argument(
@@ -87,36 +107,40 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    if problem := _tls_problem(config):
-        print(f"vgpu scheduler: {problem}", file=sys.stderr)
-        return 2
     container = SchedulerContainer(config=config, fake_cluster_file=args.fake_cluster)
     try:
-        app = container.app()
-    except (FakeClusterError, ClusterError) as exc:
+        container.webhook_tls()  # certificates first: a bad file is reported before the
+        container.extender_tls()  # cluster is even contacted
+        listeners = container.listeners()
+    except (TlsError, FakeClusterError, ClusterError) as exc:
         print(f"vgpu scheduler: {exc}", file=sys.stderr)
         return 2
     mode = f"fake cluster {args.fake_cluster}" if args.fake_cluster else "Kubernetes"
-    scheme = "https" if config.tls_cert else "http"
-    log.info(
-        "vgpu scheduler %r on %s, serving %s://%s:%d",
-        config.scheduler_name,
-        mode,
-        scheme,
-        config.listen_address,
-        config.listen_port,
-    )
-    uvicorn.run(
-        app,
-        host=config.listen_address,
-        port=config.listen_port,
-        ssl_certfile=str(config.tls_cert) if config.tls_cert else None,
-        ssl_keyfile=str(config.tls_key) if config.tls_key else None,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
+    log.info("vgpu scheduler %r on %s", config.scheduler_name, mode)
+    lifetime = container.lifetime()
+    try:
+        serve(listeners, lifetime.start, lifetime.stop, _reloader(config, container.webhook_tls()))
+    except ListenError as exc:
+        print(f"vgpu scheduler: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _reloader(config: SchedulerConfig, tls: WebhookTls | None) -> Callable[[], None] | None:
+    """On SIGHUP, read the webhook's certificate files again (they may have been rotated)."""
+    if tls is None or config.tls_cert is None or config.tls_key is None:
+        return None
+    cert, key = config.tls_cert, config.tls_key
+
+    def reload() -> None:
+        try:
+            tls.reload(cert, key)
+        except TlsError as exc:
+            log.error("webhook certificate not reloaded, the old one stays in use: %s", exc)
+            return
+        log.info("webhook certificate reloaded from %s", cert)
+
+    return reload
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,22 +149,18 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "tls_key": args.tls_key,
         "kubeconfig": args.kubeconfig,
     }
-    if args.listen:
-        host, sep, port = args.listen.rpartition(":")
-        if not sep:
-            host, port = args.listen, ""
-        overrides["listen_address"] = host.strip("[]") or "0.0.0.0"
-        overrides["listen_port"] = port or None
+    for flag, address, port in (
+        (args.listen, "listen_address", "listen_port"),
+        (args.extender_listen, "extender.address", "extender.port"),
+        (args.metrics_listen, "metrics.address", "metrics.port"),
+    ):
+        if flag:
+            overrides[address], overrides[port] = _host_port(flag)
     return overrides
 
 
-def _tls_problem(config: SchedulerConfig) -> str:
-    if config.tls_cert is None or config.tls_key is None:
-        return ""
-    try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
-            config.tls_cert, config.tls_key
-        )
-    except (OSError, ssl.SSLError) as exc:
-        return f"cannot use TLS certificate {config.tls_cert} / key {config.tls_key}: {exc}"
-    return ""
+def _host_port(value: str) -> tuple[str, str | None]:
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = value, ""
+    return host.strip("[]") or "0.0.0.0", port or None

@@ -6,6 +6,7 @@ flags. A nested field is set from the environment with `__` between levels, e.g.
 are logged and ignored. The loading itself is `vgpu.app.settings`, shared with the device plugin.
 """
 
+import ipaddress
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -13,6 +14,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vgpu.app.errors import ConfigError
+from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.settings import ResourceName, VendorWord, load_settings
 from vgpu.domain import (
     AdmissionConfig,
@@ -26,9 +28,12 @@ from vgpu.domain import (
 __all__ = [
     "ConfigError",
     "Defaults",
+    "ExtenderListener",
     "LeaderElection",
+    "MetricsListener",
     "ResourceNames",
     "SchedulerConfig",
+    "Signing",
     "load_config",
 ]
 
@@ -78,6 +83,69 @@ class LeaderElection(_Model):
         return self
 
 
+def is_loopback(address: str) -> bool:
+    """True for `localhost` and loopback IP literals; any other name may reach the network."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class ExtenderListener(_Model):
+    """Where kube-scheduler reaches the extender verbs (`/filter`, `/prioritize`, `/bind`).
+
+    Plain HTTP only on a loopback address (kube-scheduler as a sidecar in the same pod);
+    anywhere else the listener needs mutual TLS: a serving certificate and key, and the CA that
+    signs the client certificate kube-scheduler presents (its extender `tlsConfig`).
+    """
+
+    address: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8888, ge=0, le=65535)
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    client_ca: Path | None = None
+    workers: int = Field(default=8, ge=1, le=256)  # threads that run the verbs
+
+    @property
+    def mutual_tls(self) -> bool:
+        return self.tls_cert is not None
+
+    @model_validator(mode="after")
+    def _secured(self) -> Self:
+        given = [self.tls_cert is not None, self.tls_key is not None, self.client_ca is not None]
+        if any(given) and not all(given):
+            raise ValueError(
+                "extender.tls_cert, extender.tls_key and extender.client_ca go together "
+                "(mutual TLS needs all three)"
+            )
+        if not self.mutual_tls and not is_loopback(self.address):
+            raise ValueError(
+                f"extender.address {self.address!r} is not a loopback address: serving the "
+                "extender verbs there needs mutual TLS (extender.tls_cert, extender.tls_key, "
+                "extender.client_ca); or keep it on 127.0.0.1 with kube-scheduler as a sidecar"
+            )
+        return self
+
+
+class MetricsListener(_Model):
+    """Where Prometheus scrapes `/metrics` (plain HTTP, nothing else served there)."""
+
+    address: str = Field(default="0.0.0.0", min_length=1)
+    port: int = Field(default=9395, ge=0, le=65535)
+
+
+# grant integrity (issue 8) --------------------------------------------------------------------
+class Signing(_Model):
+    """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
+
+    enabled: bool = True
+    secret_namespace: str = Field(default="vgpu-system", min_length=1)
+    secret_name: str = Field(default="vgpu-grant-keys", min_length=1)
+    refresh_period: float = Field(default=30.0, gt=0)
+
+
 class SchedulerConfig(_Model):
     """Everything `vgpu scheduler` can be told. Durations are in seconds."""
 
@@ -98,9 +166,23 @@ class SchedulerConfig(_Model):
     listen_port: int = Field(default=8080, ge=0, le=65535)
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    extender: ExtenderListener = Field(default_factory=ExtenderListener)
+    metrics: MetricsListener = Field(default_factory=MetricsListener)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     kubeconfig: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    webhook_tls: WebhookCertsConfig | None = None  # self-managed certificates (certs.py)
+    legacy_metrics: bool = False  # HAMi's pre-v2.9 metric names too, as --legacy-metrics
+    # grant integrity (issue 8)
+    signing: Signing = Field(default_factory=Signing)
+    api_request_timeout: float = Field(default=30.0, gt=0)
+
+    def api_timeout(self) -> float:
+        """Every API call's timeout: shorter than the renew deadline when electing a leader,
+        so a hung call cannot outlive this replica's leadership."""
+        if not self.leader_election.enabled:
+            return self.api_request_timeout
+        return min(self.api_request_timeout, self.leader_election.renew_deadline / 2)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -1,47 +1,182 @@
-"""The composition root of `vgpu scheduler`: config -> cluster adapter -> state -> service -> app.
+"""The composition root of `vgpu scheduler`: config -> cluster adapter -> state -> service ->
+apps -> listeners.
 
 Tests and embedders override `backend` (for instance with a FakeCluster) or any other provider.
 """
 
+import ssl
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dependency_injector import containers, providers
+from fastapi import FastAPI
 
+from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.app.explain.store import ExplanationStore
+from vgpu.app.scheduler import http
+from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
-from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster
+from vgpu.app.scheduler.events import EventQueue, EventsCollector
+from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
+from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
-from vgpu.app.scheduler.http import create_app
+from vgpu.app.scheduler.grants import PodWriter
+from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.preempt import Preempter
+from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
+from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import Pod
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.keys import GrantKeyPort
+from vgpu.ports.webhook_tls import WebhookTLSPort
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterBackend:
-    """A cluster adapter and what comes with it: cache lifecycle, leader election, and (fake
-    mode only) a hook that creates pods the scheduler is asked about."""
+    """A cluster adapter and what comes with it: the grant key store, cache lifecycle, leader
+    election, and (fake mode only) a hook that creates pods the scheduler is asked about."""
 
     port: ClusterPort
+    keys: GrantKeyPort
     lifecycle: Lifecycle | None = None
     leadership: Leadership | None = None
     remember_pod: Callable[[Pod], None] | None = None
+    webhook_certs: WebhookTLSPort | None = None  # where self-managed webhook certificates live
 
 
 def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> ClusterBackend:
-    """The fake cluster from a file, or the Kubernetes adapter."""
+    """The fake cluster from a file (with a fresh key ring), or the Kubernetes adapter."""
     if fake_cluster_file is not None:
         cluster = load_fake_cluster(fake_cluster_file, config.vendor())
-        return ClusterBackend(cluster, remember_pod=PodRecorder(cluster))
+        ring = new_key_ring(datetime.now(UTC))
+        if config.signing.enabled:
+            sign_listed_grants(cluster, ring, config.vendor())
+        return ClusterBackend(cluster, FakeGrantKeys(ring), remember_pod=PodRecorder(cluster))
     from vgpu.app.scheduler.kube import kubernetes_backend  # the client is heavy; load on use
 
-    port, lifecycle, leadership = kubernetes_backend(config)
-    return ClusterBackend(port, lifecycle, leadership)
+    port, lifecycle, leadership, keys, certs = kubernetes_backend(config)
+    return ClusterBackend(port, keys, lifecycle, leadership, webhook_certs=certs)
+
+
+def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | None:
+    return GrantKeys(backend.keys) if config.signing.enabled else None
+
+
+def build_trust(config: SchedulerConfig, keys: GrantKeys | None) -> GrantTrust:
+    return GrantTrust(config.vendor(), config.scheduler_name, None if keys is None else keys.ring)
+
+
+def _leader_check(backend: ClusterBackend) -> Callable[[], bool]:
+    leadership = backend.leadership
+    return lambda: leadership is None or leadership.is_leader
+
+
+def build_revoker(
+    config: SchedulerConfig, backend: ClusterBackend, is_leader: Callable[[], bool]
+) -> Revoker:
+    writer = PodWriter(backend.port, config.vendor(), Fence(is_leader))
+    return Revoker(writer, config.vendor())
+
+
+def build_metrics(
+    config: SchedulerConfig,
+    state: SchedulerState,
+    is_leader: Callable[[], bool],
+    events: EventQueue,
+) -> SchedulerMetrics:
+    metrics = SchedulerMetrics(state, config.vendor(), is_leader, legacy=config.legacy_metrics)
+    metrics.registry.register(EventsCollector(events))
+    return metrics
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookTlsSetup:
+    """The webhook's TLS context, and the rotator when its certificates are self-managed."""
+
+    tls: WebhookTls | None = None
+    certs: WebhookCerts | None = None
+
+
+def build_webhook_tls(
+    config: SchedulerConfig, backend: Callable[[], ClusterBackend]
+) -> WebhookTlsSetup:
+    """Plain HTTP, the configured files, or self-managed certificates (issued or read from
+    their Secret and written to the files before the context loads them). Only the last
+    needs the cluster: `backend` is called then, so a bad file is reported before anything
+    else is even read."""
+    store = backend().webhook_certs if config.webhook_tls is not None else None
+    if config.webhook_tls is not None and store is not None:
+        tls: WebhookTls | None = None
+
+        def reload(cert: Path, key: Path) -> None:
+            if tls is not None:
+                tls.reload(cert, key)
+
+        certs = WebhookCerts(config.webhook_tls, store, reload)
+        tls = WebhookTls(*certs.ensure())
+        return WebhookTlsSetup(tls, certs)
+    if config.tls_cert is None or config.tls_key is None:
+        return WebhookTlsSetup()
+    return WebhookTlsSetup(WebhookTls(config.tls_cert, config.tls_key))
+
+
+def build_extender_tls(config: SchedulerConfig) -> ssl.SSLContext | None:
+    """The extender's mutual-TLS context, or None for plain HTTP on loopback."""
+    e = config.extender
+    if e.tls_cert is None or e.tls_key is None or e.client_ca is None:
+        return None
+    return mutual_tls_context(e.tls_cert, e.tls_key, e.client_ca)
+
+
+def build_listeners(
+    config: SchedulerConfig,
+    webhook: FastAPI,
+    extender: FastAPI,
+    metrics: FastAPI,
+    webhook_tls: WebhookTls | None,
+    extender_tls: ssl.SSLContext | None,
+) -> list[Listener]:
+    e, m = config.extender, config.metrics
+    webhook_context = webhook_tls.context if webhook_tls else None
+    return [
+        Listener("webhook", webhook, config.listen_address, config.listen_port, webhook_context),
+        Listener("extender", extender, e.address, e.port, extender_tls),
+        Listener("metrics", metrics, m.address, m.port),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    """What runs around the listeners: once before they serve, once after they stop."""
+
+    runtime: SchedulerRuntime
+    events: EventQueue
+    certs: WebhookCerts | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        self.events.start()
+        self.runtime.start()
+        if self.certs is not None:
+            name = "vgpu-webhook-certs"
+            threading.Thread(
+                target=self.certs.run, args=(self._stopping,), name=name, daemon=True
+            ).start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.runtime.stop()
+        self.events.stop()
 
 
 class SchedulerContainer(containers.DeclarativeContainer):
@@ -56,7 +191,11 @@ class SchedulerContainer(containers.DeclarativeContainer):
     vendor = providers.Callable(lambda c: c.vendor(), config)
     memory_factor = providers.Callable(lambda c: c.defaults.memory_factor, config)
 
-    follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock)
+    keys = providers.Singleton(build_keys, config, backend)
+    trust = providers.Singleton(build_trust, config, keys)
+    follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock, trust)
+    leader_check = providers.Callable(_leader_check, backend)
+    revoker = providers.Singleton(build_revoker, config, backend, leader_check)
     runtime = providers.Singleton(
         SchedulerRuntime,
         cluster=backend.provided.port,
@@ -67,22 +206,47 @@ class SchedulerContainer(containers.DeclarativeContainer):
         sync_timeout=config.provided.sync_timeout,
         lifecycle=backend.provided.lifecycle,
         leadership=backend.provided.leadership,
+        revoker=revoker,
+        keys=keys,
+        key_refresh=config.provided.signing.refresh_period,
     )
+    events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
+    explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
     service = providers.Singleton(
         SchedulerService,
         cluster=backend.provided.port,
         state=state,
         config=config,
+        trust=trust,
+        revoker=revoker,
         is_leader=runtime.provided.is_leader,
         clock=clock,
         remember_pod=backend.provided.remember_pod,
+        events=events,
+        explanations=explanations,
     )
-    metrics = providers.Singleton(SchedulerMetrics, state, vendor, runtime.provided.is_leader)
-    app = providers.Singleton(
-        create_app,
-        service=service,
-        metrics=metrics,
-        readiness=runtime.provided.readiness,
-        on_start=runtime.provided.start,
-        on_stop=runtime.provided.stop,
+    metrics = providers.Singleton(build_metrics, config, state, runtime.provided.is_leader, events)
+    webhook_app = providers.Singleton(
+        http.webhook_app, service, metrics, runtime.provided.readiness
     )
+    preempter = providers.Singleton(
+        Preempter,
+        state=state,
+        scheduling=providers.Callable(lambda c: c.scheduling(), config),
+        pods_on=backend.provided.port.list_pods,
+    )
+    extender_app = providers.Singleton(
+        http.extender_app,
+        service,
+        metrics,
+        config.provided.extender.workers,
+        preempter=preempter,
+    )
+    metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
+    webhook_tls_setup = providers.Singleton(build_webhook_tls, config, backend.provider)
+    webhook_tls = providers.Callable(lambda setup: setup.tls, webhook_tls_setup)
+    extender_tls = providers.Singleton(build_extender_tls, config)
+    listeners = providers.Singleton(
+        build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls, extender_tls
+    )
+    lifetime = providers.Singleton(Lifetime, runtime, events, webhook_tls_setup.provided.certs)

@@ -1,4 +1,4 @@
-"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML.
+"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML or JSON.
 
 The file (every section optional)::
 
@@ -25,7 +25,8 @@ The file (every section optional)::
 
 In this mode the process also plays the API server's part for pods: a pod named in a filter
 request that the file does not list is created (pending) so that its annotations can be written
-and it can be bound.
+and it can be bound. The file describes a trusted cluster, so the grants its pods carry are
+signed with the process's own (random) key ring when signing is on.
 """
 
 from pathlib import Path
@@ -35,7 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError, explain
-from vgpu.app.settings import read_yaml_mapping
+from vgpu.app.mapping_file import read_mapping
+from vgpu.app.scheduler.trust import grant_claim
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -45,6 +47,7 @@ from vgpu.domain import (
     encode_node_devices,
     pod_from_manifest,
 )
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing
 from vgpu.ports.cluster import Quota
 
 
@@ -87,10 +90,10 @@ class FakeClusterFile(_Model):
 
 
 def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
-    """A FakeCluster filled from the YAML file; FakeClusterError says what is wrong where."""
+    """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
     what = "fake cluster file"
     try:
-        spec = FakeClusterFile.model_validate(read_yaml_mapping(path, what))
+        spec = FakeClusterFile.model_validate(read_mapping(path, what))
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
@@ -123,6 +126,17 @@ def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -
             raise FakeClusterError(f"{where}: pods[{position}]: metadata.name is missing")
         cluster.put_pod(pod)
     return cluster
+
+
+def sign_listed_grants(cluster: FakeCluster, ring: KeyRing, vendor: Vendor) -> None:
+    """Sign every grant the file's pods carry, as if this scheduler had written them."""
+    for pod in cluster.list_pods():
+        claim = grant_claim(pod.uid, pod.annotations, vendor)
+        if claim is not None:
+            signature = ring.sign(claim)
+            cluster.patch_pod_annotations(
+                pod.namespace, pod.name, {GRANT_SIGNATURE_ANNOTATION: signature}
+            )
 
 
 def _device(gpu: GpuEntry, position: int) -> Device:

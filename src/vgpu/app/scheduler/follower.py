@@ -3,12 +3,19 @@
 Every event is applied on its own and never raises: a malformed node annotation makes that node
 unusable (with the reason kept for filter replies), a malformed pod annotation makes that pod
 ignored, a malformed quota is skipped; each with a log line.
+
+A pod's grant counts only when `GrantTrust` vouches for it (trust.py). A pod whose grant stops
+being vouched for (annotations edited, cleared, or bound elsewhere) gives its cards back, unless
+it is unbound and holds a reservation this process made and has not written yet. The leader
+and a standby run this same code on the same events, so their ledgers agree.
 """
 
 import logging
+import threading
 from collections.abc import Callable
 
 from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import (
     ClusterNode,
     DomainError,
@@ -18,15 +25,9 @@ from vgpu.domain import (
     decode_pod_grants,
     limits_from_hard,
 )
-from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 
 log = logging.getLogger(__name__)
-
-
-def grant_signature(node: str, assigned_time: str, allocated: str) -> str:
-    """Identifies one scheduling decision written on a pod."""
-    return f"{node}|{assigned_time}|{allocated}"
 
 
 class ClusterFollower:
@@ -38,15 +39,25 @@ class ClusterFollower:
         vendor: Vendor,
         memory_factor: int,
         clock: Callable[[], float],
+        trust: GrantTrust,
     ) -> None:
         self._state = state
         self._vendor = vendor
         self._memory_factor = memory_factor
         self._clock = clock
+        self._trust = trust
         self._quotas: dict[tuple[str, str], QuotaLimits] = {}
+        self._ignored: dict[str, str] = {}  # pod -> why its grant is not counted (logged once)
+        # one event or one rebuild at a time: a rebuild's listed copy of a pod can never be
+        # applied after a newer event for it
+        self._serial = threading.RLock()
 
     def handle(self, event: ClusterEvent) -> None:
         """Apply one event; problems are logged, never raised."""
+        with self._serial:
+            self._apply(event)
+
+    def _apply(self, event: ClusterEvent) -> None:
         try:
             if event.kind is Kind.NODE and isinstance(event.obj, ClusterNode):
                 self._node(event.action, event.obj)
@@ -58,14 +69,16 @@ class ClusterFollower:
             log.exception("could not apply %s %s event", event.kind, event.action)
 
     def rebuild(self, cluster: ClusterPort) -> None:
-        """Read every node, quota and pod (after a start or restart) into the state."""
-        nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
-        for node in nodes:
-            self.handle(ClusterEvent(Kind.NODE, Action.ADDED, node))
-        for quota in quotas:
-            self.handle(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
-        for pod in pods:
-            self.handle(ClusterEvent(Kind.POD, Action.ADDED, pod))
+        """Read every node, quota and pod (after a start, a restart or a key rotation) into the
+        state; events wait meanwhile."""
+        with self._serial:
+            nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
+            for node in nodes:
+                self._apply(ClusterEvent(Kind.NODE, Action.ADDED, node))
+            for quota in quotas:
+                self._apply(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
+            for pod in pods:
+                self._apply(ClusterEvent(Kind.POD, Action.ADDED, pod))
         log.info(
             "state rebuilt from the cluster: %d nodes, %d quotas, %d pods, %d holding GPUs",
             len(nodes),
@@ -102,36 +115,54 @@ class ClusterFollower:
         state = self._state
         if action is Action.DELETED:
             state.forget(pod.key)
+            self._ignored.pop(pod.key, None)
             return
         if pod.is_finished:
             if state.release(pod.key):
                 log.info("pod %s %s: its GPU slices are free again", pod.key, pod.phase)
             return
-        allocated = pod.annotations.get(self._vendor.allocated_annotation)
-        node = pod.annotations.get(ASSIGNED_NODE_ANNOTATION, "") or pod.node_name
-        if not allocated or not node:
+        verdict = self._trust.judge(pod)
+        if verdict.claim is None or verdict.problem:
+            self._ignore(pod, verdict.problem)
             return
-        assigned = pod.annotations.get(ASSIGNED_TIME_ANNOTATION, "")
-        signature = grant_signature(node, assigned, allocated)
+        self._ignored.pop(pod.key, None)
+        claim = verdict.claim
+        signature = grant_identity(claim)
         if not pod.node_name and state.is_revoked(pod.key, signature):
             return
         try:
-            grants = decode_pod_grants(allocated, self._vendor.allocated_annotation)
+            grants = decode_pod_grants(claim.allocated, self._vendor.allocated_annotation)
         except DomainError as exc:
-            log.warning("pod %s ignored: %s", pod.key, exc)
+            self._ignore(pod, str(exc))
             return
         with state.locked():
             problems = state.hold(
-                pod.key, pod.namespace, node, grants, pod.init_count, strict=False
+                pod.key, pod.namespace, claim.node, grants, pod.init_count, strict=False
             )
             if pod.node_name:
                 state.bound(pod.key)
             else:
                 current = state.reservation(pod.key)
                 if current is None or current.signature != signature:
-                    state.reserve(pod.key, node, self._since(assigned), signature)
+                    state.reserve(pod.key, claim.node, self._since(claim.assigned_time), signature)
         for problem in problems:
             log.warning("%s", problem)
+
+    def _ignore(self, pod: Pod, problem: str) -> None:
+        """The pod's annotations grant nothing we count: give back what it held."""
+        if problem and self._ignored.get(pod.key) != problem:
+            log.warning("pod %s: its GPU grant is not counted: %s", pod.key, problem)
+        if problem:
+            self._ignored[pod.key] = problem
+        else:
+            self._ignored.pop(pod.key, None)
+        state = self._state
+        with state.locked():
+            reservation = state.reservation(pod.key)
+            if reservation is not None and reservation.own and not pod.node_name:
+                return  # our own decision, not written yet (or being revoked): we know better
+            if state.release(pod.key):
+                log.info("pod %s: its grant is gone; its GPU slices are free again", pod.key)
 
     def _since(self, assigned: str) -> float:
         try:

@@ -1,111 +1,101 @@
-"""The HTTP face of the scheduler: webhook, extender verbs, health, readiness and metrics.
+"""The HTTP face of the scheduler, as three ASGI apps, one per listener.
+
+- `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
+- `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
+  preempter) for kube-scheduler, and `/healthz`.
+- `metrics_app`: `GET /metrics` for Prometheus, and (given a store) `GET /explain/<ns>/<name>`:
+  the scheduler's last decision on a pod, explained (read-only).
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
 log line, never a 500 with a stack trace, and never a change to the ledger.
+
+Verbs, reviews and scrapes run on each app's own bounded thread pool, never on the event loop
+and never on a pool shared with anything else; `/healthz` and `/readyz` are answered on the
+event loop itself, so that a verb stuck on a slow API cannot make the kubelet kill the process.
 """
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
+from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
-from vgpu.app.scheduler.service import PrioritizeResult, SchedulerService
+from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
+from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.app.scheduler.wire import (
     BODY_LIMIT,
     AdmissionReview,
     BindingArgs,
     BodyError,
     ExtenderArgs,
+    PreemptionArgs,
     admission_reply,
     bind_reply,
     decode,
     filter_error,
     filter_reply,
+    preempt_reply,
     prioritize_reply,
     review_identity,
 )
+from vgpu.domain import AdmissionDecision
 
 log = logging.getLogger(__name__)
 
-Readiness = Callable[[], str]  # '' when ready, else why not
+Readiness = Callable[[], str]  # '' when ready, else why not; must not wait on anything
 Args = TypeVar("Args", bound=BaseModel)
 Result = TypeVar("Result")
 
 
-def create_app(
-    service: SchedulerService,
-    metrics: SchedulerMetrics,
-    readiness: Readiness,
-    on_start: Callable[[], None] | None = None,
-    on_stop: Callable[[], None] | None = None,
+class Admitter(Protocol):
+    """What the webhook needs of the scheduler."""
+
+    def admit(self, manifest: Mapping[str, Any], namespace: str) -> AdmissionDecision: ...
+
+
+class Extender(Protocol):
+    """What the extender verbs need of the scheduler."""
+
+    def filter(
+        self,
+        manifest: Mapping[str, Any],
+        node_names: Sequence[str] | None,
+        nodes: Sequence[Mapping[str, Any]] | None,
+    ) -> FilterResult: ...
+
+    def prioritize(
+        self,
+        manifest: Mapping[str, Any],
+        node_names: Sequence[str] | None,
+        nodes: Sequence[Mapping[str, Any]] | None,
+    ) -> PrioritizeResult: ...
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> str: ...
+
+
+class Preemption(Protocol):
+    """What the preempt verb needs of the scheduler."""
+
+    def preempt(
+        self, manifest: Mapping[str, Any], proposals: Mapping[str, NodeVictims]
+    ) -> PreemptResult: ...
+
+
+def webhook_app(
+    service: Admitter, metrics: SchedulerMetrics, readiness: Readiness, workers: int = 4
 ) -> FastAPI:
-    """The ASGI app. `on_start`/`on_stop` run when the server starts and stops."""
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if on_start is not None:
-            await run_in_threadpool(on_start)
-        try:
-            yield
-        finally:
-            if on_stop is not None:
-                await run_in_threadpool(on_stop)
-
-    app = FastAPI(
-        title="vgpu scheduler",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-    )
-
-    def filtered(args: ExtenderArgs) -> tuple[dict[str, Any], str]:
-        result = service.filter(args.Pod, args.NodeNames, args.node_objects())
-        reply = filter_reply(result)
-        return reply, "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
-
-    @app.post("/filter")
-    async def filter_(request: Request) -> JSONResponse:
-        started = time.perf_counter()
-        done, failure = await _verb("filter", request, ExtenderArgs, filtered)
-        reply, outcome = done if done is not None else (filter_error(failure), "error")
-        _observe(metrics, "filter", outcome, started)
-        return JSONResponse(reply)
-
-    def prioritized(args: ExtenderArgs) -> PrioritizeResult:
-        return service.prioritize(args.Pod, args.NodeNames, args.node_objects())
-
-    @app.post("/prioritize")
-    async def prioritize(request: Request) -> JSONResponse:
-        started = time.perf_counter()
-        result, failure = await _verb("prioritize", request, ExtenderArgs, prioritized)
-        if result is not None and result.error:
-            log.warning("prioritize: %s", result.error)
-            failure = result.error
-        if result is None or failure:
-            _observe(metrics, "prioritize", "error", started)
-            return JSONResponse({"Error": failure}, status_code=400)
-        _observe(metrics, "prioritize", "scored", started)
-        return JSONResponse(prioritize_reply(result))
-
-    def bound(args: BindingArgs) -> str:
-        return service.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
-
-    @app.post("/bind")
-    async def bind(request: Request) -> JSONResponse:
-        started = time.perf_counter()
-        result, failure = await _verb("bind", request, BindingArgs, bound)
-        error = failure if result is None else result
-        _observe(metrics, "bind", "error" if error else "bound", started)
-        return JSONResponse(bind_reply(error))
+    """`POST /webhook`, `GET /healthz`, `GET /readyz`; reviews run on `workers` threads."""
+    app, pool = _app("webhook", workers)
+    _health(app, readiness)
 
     @app.post("/webhook")
     async def webhook(request: Request) -> JSONResponse:
@@ -113,7 +103,8 @@ def create_app(
         body = b""
         try:
             body = await _body(request)
-            reply = await run_in_threadpool(_review, service, decode(body, AdmissionReview))
+            review = decode(body, AdmissionReview)
+            reply = await asyncio.get_running_loop().run_in_executor(pool, _review, service, review)
         except BodyError as exc:
             version, uid = review_identity(body)
             log.warning("webhook: bad AdmissionReview: %s", exc)
@@ -130,25 +121,155 @@ def create_app(
         _observe(metrics, "webhook", "allowed" if allowed else "denied", started)
         return JSONResponse(reply)
 
+    return app
+
+
+def extender_app(
+    service: Extender,
+    metrics: SchedulerMetrics,
+    workers: int = 8,
+    preempter: Preemption | None = None,
+) -> FastAPI:
+    """`POST /filter`, `/prioritize`, `/bind`, `/preempt` (with a `preempter`) and
+    `GET /healthz`; verbs run on `workers` threads of the app's own pool."""
+    app, pool = _app("extender", workers)
+    _health(app, None)
+
+    def filtered(args: ExtenderArgs) -> tuple[dict[str, Any], str]:
+        result = service.filter(args.Pod, args.NodeNames, args.node_objects())
+        reply = filter_reply(result)
+        return reply, "error" if result.error else ("placed" if _survivors(reply) else "unplaced")
+
+    @app.post("/filter")
+    async def filter_(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        done, failure = await _verb("filter", request, ExtenderArgs, filtered, pool)
+        reply, outcome = done if done is not None else (filter_error(failure), "error")
+        _observe(metrics, "filter", outcome, started)
+        return JSONResponse(reply)
+
+    def prioritized(args: ExtenderArgs) -> PrioritizeResult:
+        return service.prioritize(args.Pod, args.NodeNames, args.node_objects())
+
+    @app.post("/prioritize")
+    async def prioritize(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        result, failure = await _verb("prioritize", request, ExtenderArgs, prioritized, pool)
+        if result is not None and result.error:
+            log.warning("prioritize: %s", result.error)
+            failure = result.error
+        if result is None or failure:
+            _observe(metrics, "prioritize", "error", started)
+            return JSONResponse({"Error": failure}, status_code=400)
+        _observe(metrics, "prioritize", "scored", started)
+        return JSONResponse(prioritize_reply(result))
+
+    def bound(args: BindingArgs) -> str:
+        return service.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
+
+    @app.post("/bind")
+    async def bind(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        result, failure = await _verb("bind", request, BindingArgs, bound, pool)
+        error = failure if result is None else result
+        _observe(metrics, "bind", "error" if error else "bound", started)
+        return JSONResponse(bind_reply(error))
+
+    if preempter is not None:
+        _preempt_route(app, preempter, metrics, pool)
+    return app
+
+
+def _preempt_route(
+    app: FastAPI, preempter: Preemption, metrics: SchedulerMetrics, pool: ThreadPoolExecutor
+) -> None:
+    """`POST /preempt`. ExtenderPreemptionResult has no error field: a request that cannot be
+    answered gets HTTP 400 with `{"Error": ...}`, which kube-scheduler reports as an error."""
+
+    def preempted(args: PreemptionArgs) -> PreemptResult:
+        return preempter.preempt(args.Pod, args.proposals())
+
+    @app.post("/preempt")
+    async def preempt(request: Request) -> JSONResponse:
+        started = time.perf_counter()
+        result, failure = await _verb("preempt", request, PreemptionArgs, preempted, pool)
+        if result is not None and result.error:
+            log.warning("preempt: %s", result.error)
+            failure = result.error
+        if result is None or failure:
+            _observe(metrics, "preempt", "error", started)
+            return JSONResponse({"Error": failure}, status_code=400)
+        _observe(metrics, "preempt", "kept" if result.nodes else "none", started)
+        return JSONResponse(preempt_reply(result))
+
+
+def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
+    """`GET /metrics`, and `GET /explain/<namespace>/<name>` with a store. Both do their work
+    on a thread: rendering reads the state under its lock, explaining searches for changes."""
+    app, pool = _app("metrics", 1)
+
+    @app.get("/metrics")
+    async def metrics_() -> Response:
+        text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
+        return Response(text, media_type=CONTENT_TYPE)
+
+    if explanations is not None:
+        _explain_route(app, explanations, pool)
+    return app
+
+
+def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
+    @app.get("/explain/{namespace}/{name}")
+    async def explain(namespace: str, name: str) -> JSONResponse:
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(pool, store.explanation, namespace, name)
+        if found is None:
+            why = f"no scheduling decision on pod {namespace}/{name} is remembered"
+            return JSONResponse({"error": why}, status_code=404)
+        return JSONResponse(found.to_dict())
+
+
+def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
+    """A bare app with its own pool of `workers` threads, shut down when its server stops."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"vgpu-{name}")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # a verb still hanging on the API must not hold up the exit
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(
+        title=f"vgpu scheduler {name}",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+    return app, pool
+
+
+def _health(app: FastAPI, readiness: Readiness | None) -> None:
+    """`/healthz` (and `/readyz` with a readiness check) as coroutines: they run on the event
+    loop, so no busy thread pool can delay them."""
+
     @app.get("/healthz")
-    def healthz() -> PlainTextResponse:
+    async def healthz() -> PlainTextResponse:
         return PlainTextResponse("ok")
 
+    if readiness is None:
+        return
+
     @app.get("/readyz")
-    def readyz() -> PlainTextResponse:
+    async def readyz() -> PlainTextResponse:
         why = readiness()
         if why:
             return PlainTextResponse(f"not ready: {why}", status_code=503)
         return PlainTextResponse("ok")
 
-    @app.get("/metrics")
-    def metrics_() -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    return app
-
-
-def _review(service: SchedulerService, review: AdmissionReview) -> dict[str, Any]:
+def _review(service: Admitter, review: AdmissionReview) -> dict[str, Any]:
     request = review.request
     version, uid = review.apiVersion, request.uid
     kind = (request.kind or {}).get("kind", "Pod")
@@ -174,13 +295,17 @@ def _review(service: SchedulerService, review: AdmissionReview) -> dict[str, Any
 
 
 async def _verb(
-    verb: str, request: Request, model: type[Args], work: Callable[[Args], Result]
+    verb: str,
+    request: Request,
+    model: type[Args],
+    work: Callable[[Args], Result],
+    pool: ThreadPoolExecutor,
 ) -> tuple[Result | None, str]:
-    """`(work(args), "")` for the decoded body, run on a worker thread; `(None, why)` when the
-    body is bad or `work` fails: logged here, so that a verb answers it in its own reply."""
+    """`(work(args), "")` for the decoded body, run on a thread of `pool`; `(None, why)` when
+    the body is bad or `work` fails: logged here, so that a verb answers it in its own reply."""
     try:
         args = decode(await _body(request), model, fold_case=True)
-        return await run_in_threadpool(work, args), ""
+        return await asyncio.get_running_loop().run_in_executor(pool, work, args), ""
     except BodyError as exc:
         log.warning("%s: bad request: %s", verb, exc)
         return None, f"bad request: {exc}"

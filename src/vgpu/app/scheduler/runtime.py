@@ -1,16 +1,23 @@
 """Start, sync, sweep and stop: the scheduler's life around the HTTP server.
 
-On start the follower subscribes to cluster events, the adapter's caches fill, and the state is
-rebuilt from the cluster (nodes, quotas, pods' grant annotations) before the replica reports
-ready. A sweeper releases reservations whose pod was never bound within the timeout.
+On start the follower subscribes to cluster events, the adapter's caches fill, the grant
+signing keys are loaded (created on first start), and the state is rebuilt from the cluster
+(nodes, quotas, pods' grant annotations) before the replica reports ready. A sweeper releases
+reservations whose pod was never bound within the timeout and, on the leader, takes their
+grants off the pods (durably, retrying until the write lands). The key ring is re-read every
+`key_refresh` seconds so that a rotation is picked up; when it changed, every pod is judged
+again, so grants signed with a key this replica had not seen yet are counted from then on.
 """
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
 from typing import Protocol
 
 from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.keys import GrantKeys
+from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.ports.cluster import ClusterPort
 
@@ -51,6 +58,9 @@ class SchedulerRuntime:
         sync_timeout: float,
         lifecycle: Lifecycle | None = None,
         leadership: Leadership | None = None,
+        revoker: Revoker | None = None,
+        keys: GrantKeys | None = None,
+        key_refresh: float = 30.0,
     ) -> None:
         self._cluster = cluster
         self._state = state
@@ -60,6 +70,9 @@ class SchedulerRuntime:
         self._sync_timeout = sync_timeout
         self._lifecycle = lifecycle
         self._leadership = leadership
+        self._revoker = revoker
+        self._keys = keys
+        self._key_refresh = key_refresh
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -83,6 +96,8 @@ class SchedulerRuntime:
             self._leadership.start()
         self._spawn("vgpu-sync", self._sync)
         self._spawn("vgpu-sweeper", self._sweep)
+        if self._keys is not None:
+            self._spawn("vgpu-keys", self._refresh_keys)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -97,13 +112,21 @@ class SchedulerRuntime:
         log.info("scheduler stopped: watches closed, leadership given up")
 
     def sync_now(self) -> None:
-        """Rebuild the state from the cluster and report ready (used at start)."""
+        """Load the keys, rebuild the state from the cluster and report ready (used at start)."""
+        if self._keys is not None:
+            self._keys.ensure()
         self._follower.rebuild(self._cluster)
+        # the rebuilt ledger lives as long as the process: keep full collections from walking it
+        gc.collect()
+        gc.freeze()
         self._state.mark_synced()
 
     def sweep_now(self) -> int:
-        """Release reservations older than the timeout; returns how many."""
+        """Release reservations older than the timeout; returns how many.
+
+        The leader also takes their grants off the pods, and retries earlier clears."""
         expired = self._state.expire(self._clock(), self._timeout)
+        leading = self.is_leader()
         for reservation in expired:
             log.warning(
                 "pod %s was not bound to %s within %.0f s: its GPU reservation is released",
@@ -111,6 +134,11 @@ class SchedulerRuntime:
                 reservation.node,
                 self._timeout,
             )
+            if leading and self._revoker is not None:
+                namespace, _, name = reservation.pod.partition("/")
+                self._revoker.revoke(namespace, name, reservation.signature)
+        if leading and self._revoker is not None:
+            self._revoker.retry()
         return len(expired)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
@@ -132,6 +160,18 @@ class SchedulerRuntime:
             except Exception:
                 log.exception("could not read the cluster; not ready, retrying in 5 s")
                 self._stopping.wait(5.0)
+
+    def refresh_keys_now(self) -> None:
+        """Re-read the key ring; if it changed, judge every pod's grant again."""
+        if self._keys is not None and self._keys.refresh() and self._state.synced:
+            self._follower.rebuild(self._cluster)
+
+    def _refresh_keys(self) -> None:
+        while not self._stopping.wait(self._key_refresh):
+            try:
+                self.refresh_keys_now()
+            except Exception as exc:
+                log.warning("grant keys not refreshed (the current ring stays): %s", exc)
 
     def _sweep(self) -> None:
         period = max(min(self._timeout / 4, 5.0), 0.05)

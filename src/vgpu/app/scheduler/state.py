@@ -3,8 +3,9 @@
 A *reservation* is a grant the scheduler made (or found on a pod's annotations) for a pod that
 is not bound to its node yet. It expires after the configured timeout so that a pod that is
 never bound cannot hold cards forever. Once expired or given up, a reservation is remembered
-as *revoked* by its annotation signature, so that late events carrying the same annotations do
-not bring it back; a pod that really got bound with those annotations is counted again.
+as *revoked* by its grant identity, so that late events carrying the same annotations do not
+bring it back until the revocation has cleared them in the API (see revocation.py); a pod that
+really got bound with those annotations is counted again.
 """
 
 import threading
@@ -14,10 +15,12 @@ from dataclasses import dataclass, replace
 
 from vgpu.domain import (
     Budget,
+    Decision,
     Ledger,
     NodeRejection,
     NodeView,
     PodGrants,
+    PodPlan,
     QuotaBook,
     QuotaLimits,
     Reason,
@@ -33,8 +36,9 @@ class Reservation:
     pod: str
     node: str
     since: float
-    signature: str
+    signature: str  # trust.grant_identity of the grant
     binding: bool = False  # a bind is in flight; the sweeper leaves it alone
+    own: bool = False  # made by this process (not read from annotations): it outranks events
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +65,7 @@ class SchedulerState:
         self._reservations: dict[str, Reservation] = {}
         self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
-        self._synced = False
+        self._synced = threading.Event()  # read by /readyz on the event loop: no lock
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -71,12 +75,10 @@ class SchedulerState:
     # readiness -------------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
-        with self._lock:
-            return self._synced
+        return self._synced.is_set()
 
     def mark_synced(self) -> None:
-        with self._lock:
-            self._synced = True
+        self._synced.set()
 
     # nodes -----------------------------------------------------------------------------------
     def node_problem(self, node: str) -> str | None:
@@ -97,28 +99,41 @@ class SchedulerState:
     ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
         """Candidate nodes as `decide` wants them, and rejections for nodes known to be broken.
 
-        `exclude_pod` leaves that pod's own grant out of the usage (re-scoring a pod that
-        already holds a reservation must not count it against itself).
+        The views share the ledger's usage (no copies): decide on them while holding
+        `locked()`. `exclude_pod` leaves that pod's own grant out of the usage (re-scoring a
+        pod that already holds a reservation must not count it against itself).
         """
         with self._lock:
-            views: list[NodeView] = []
-            broken: dict[str, NodeRejection] = {}
-            own = self.ledger.allocation(exclude_pod) if exclude_pod else None
-            for name in dict.fromkeys(names):
-                problem = self._problems.get(name)
-                if problem is not None:
-                    broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
-                    continue
-                view = self.ledger.view(name)
-                if own is not None and own.node == name:
-                    usage = dict(view.usage)
-                    for uuid, amount in own.footprint.items():
-                        usage[uuid] = usage.get(uuid, Usage()) - amount
-                    view = replace(view, usage=usage)
-                else:
-                    view = replace(view, usage=dict(view.usage))
-                views.append(view)
-            return views, broken
+            candidates, broken = self._candidates(names)
+            return [self.ledger.view(name, exclude_pod) for name in candidates], broken
+
+    def snapshot_views(
+        self, names: Iterable[str], exclude_pod: str | None = None
+    ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
+        """Like `views`, but each usage is a copy: safe to read after the lock is released."""
+        with self._lock:
+            views, broken = self.views(names, exclude_pod)
+            return [replace(v, usage=dict(v.usage)) for v in views], broken
+
+    def decide(
+        self, plan: PodPlan, names: Iterable[str]
+    ) -> tuple[Decision, dict[str, NodeRejection]]:
+        """The pod's placement among `names` through the ledger's index (the best node only),
+        and rejections for nodes known to be broken. Hold `locked()` to record it atomically."""
+        with self._lock:
+            candidates, broken = self._candidates(names)
+            return self.ledger.decide(plan, candidates, self.budget(plan.namespace)), broken
+
+    def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
+        candidates: list[str] = []
+        broken: dict[str, NodeRejection] = {}
+        for name in dict.fromkeys(names):
+            problem = self._problems.get(name)
+            if problem is None:
+                candidates.append(name)
+            else:
+                broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
+        return candidates, broken
 
     def usage_view(self, name: str) -> NodeView:
         with self._lock:
@@ -172,9 +187,11 @@ class SchedulerState:
             self.quota.charge(pod, namespace, grants, init_count)
             return problems
 
-    def reserve(self, pod: str, node: str, since: float, signature: str) -> None:
+    def reserve(
+        self, pod: str, node: str, since: float, signature: str, *, own: bool = False
+    ) -> None:
         with self._lock:
-            self._reservations[pod] = Reservation(pod, node, since, signature)
+            self._reservations[pod] = Reservation(pod, node, since, signature, own=own)
 
     def reservation(self, pod: str) -> Reservation | None:
         with self._lock:
@@ -185,6 +202,20 @@ class SchedulerState:
             current = self._reservations.get(pod)
             if current is not None:
                 self._reservations[pod] = replace(current, binding=True)
+
+    def written(self, pod: str) -> None:
+        """The reservation's grant is on the pod now: from here on the pod's events rule it."""
+        with self._lock:
+            current = self._reservations.get(pod)
+            if current is not None:
+                self._reservations[pod] = replace(current, own=False)
+
+    def stop_binding(self, pod: str) -> None:
+        """A bind ended without a known outcome: the sweeper may expire the reservation again."""
+        with self._lock:
+            current = self._reservations.get(pod)
+            if current is not None:
+                self._reservations[pod] = replace(current, binding=False)
 
     def bound(self, pod: str) -> None:
         """The pod is on its node now: its grant stays, the reservation clock stops."""
@@ -224,6 +255,10 @@ class SchedulerState:
             return stale
 
     # reading ---------------------------------------------------------------------------------
+    def reservations(self) -> list[Reservation]:
+        with self._lock:
+            return sorted(self._reservations.values(), key=lambda r: r.pod)
+
     def snapshot(self) -> Snapshot:
         with self._lock:
             views = tuple(self.usage_view(name) for name in self.ledger.nodes())

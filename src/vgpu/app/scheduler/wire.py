@@ -13,7 +13,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from vgpu.app.errors import explain
+from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult, Proposed
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
+from vgpu.domain import DomainError, pod_from_manifest
 
 BODY_LIMIT = 1 << 20  # 1 MiB, as HAMi reads at most
 ADMISSION_V1 = "admission.k8s.io/v1"
@@ -67,6 +69,60 @@ class BindingArgs(BaseModel):
     PodNamespace: StrictStr = Field(min_length=1)
     PodUID: StrictStr = ""
     Node: StrictStr = Field(min_length=1)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetaPod(_Strict):
+    UID: StrictStr = Field(min_length=1)
+
+
+class MetaVictims(_Strict):
+    Pods: list[MetaPod] | None = None
+    NumPDBViolations: int = Field(0, ge=0)
+
+
+class Victims(_Strict):
+    Pods: list[dict[str, Any]] | None = None
+    NumPDBViolations: int = Field(0, ge=0)
+
+
+class PreemptionArgs(_Strict):
+    """kube-scheduler's preempt request: victims as whole pods, or (nodeCacheCapable) by UID."""
+
+    Pod: dict[str, Any]
+    NodeNameToVictims: dict[str, Victims | None] | None = None
+    NodeNameToMetaVictims: dict[str, MetaVictims | None] | None = None
+
+    def proposals(self) -> dict[str, NodeVictims]:
+        """Both maps as one; BodyError names a victim pod that cannot be read."""
+        proposals: dict[str, NodeVictims] = {}
+        for node, meta in (self.NodeNameToMetaVictims or {}).items():
+            pods = meta.Pods if meta is not None else None
+            proposals[node] = NodeVictims(
+                tuple(Proposed(p.UID) for p in pods or []),
+                meta.NumPDBViolations if meta is not None else 0,
+            )
+        for node, victims in (self.NodeNameToVictims or {}).items():
+            full = victims.Pods if victims is not None else None
+            proposals[node] = NodeVictims(
+                tuple(_proposed(node, i, p) for i, p in enumerate(full or [])),
+                victims.NumPDBViolations if victims is not None else 0,
+            )
+        return proposals
+
+
+def _proposed(node: str, position: int, manifest: dict[str, Any]) -> Proposed:
+    where = f"NodeNameToVictims.{node}.Pods[{position}]"
+    try:
+        pod = pod_from_manifest(manifest)
+    except DomainError as exc:
+        raise BodyError(f"{where}: {exc}") from None
+    if not pod.uid:
+        raise BodyError(f"{where}: metadata.uid is missing")
+    return Proposed(pod.uid, pod)
 
 
 class AdmissionRequest(_Open):
@@ -147,6 +203,19 @@ def filter_error(message: str) -> dict[str, Any]:
 
 def prioritize_reply(result: PrioritizeResult) -> list[dict[str, Any]]:
     return [{"Host": host, "Score": score} for host, score in result.scores]
+
+
+def preempt_reply(result: PreemptResult) -> dict[str, Any]:
+    """ExtenderPreemptionResult: the nodes kept, their victims by UID."""
+    return {
+        "NodeNameToMetaVictims": {
+            node: {
+                "Pods": [{"UID": v.uid} for v in kept.victims],
+                "NumPDBViolations": kept.pdb_violations,
+            }
+            for node, kept in result.nodes.items()
+        }
+    }
 
 
 def bind_reply(error: str) -> dict[str, Any]:

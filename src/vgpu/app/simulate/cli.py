@@ -1,6 +1,7 @@
 """`vgpu simulate`: run a workload through the scheduling rules on a simulated cluster."""
 
 import argparse
+import importlib.util
 import json
 import logging
 import os
@@ -79,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
     except ScenarioError as exc:
         print(f"vgpu simulate: invalid scenario:\n{exc}", file=sys.stderr)
+        return 2
+    if args.report is not None and importlib.util.find_spec("matplotlib") is None:
+        print(
+            "vgpu simulate: --report draws plots with matplotlib, which is not installed; "
+            "install it with: pip install 'vgpu[simulate]'",
+            file=sys.stderr,
+        )
         return 2
     seed = scenario.seed if args.seed is None else args.seed
     pairs = [args.policy] if args.policy else list(ALL_PAIRS)

@@ -1,7 +1,8 @@
 """The discrete-event engine: pods arrive, pass admission, are scheduled, run and finish.
 
-Scheduling makes the same domain calls as the scheduler service: `plan_pod`, `decide` on the
-ledger's node views within the namespace's quota budget, then `Ledger.grant` and
+Scheduling makes the same domain calls as the scheduler service: `plan_pod`, the ledger's
+indexed `Ledger.decide` (the same answers as `decide` on every node's view) within the
+namespace's quota budget, then `Ledger.grant` and
 `QuotaBook.charge` with the grants read back from their annotation; a finished pod is
 released and refunded. Pods that fit nowhere wait in a Pending queue (first come, first
 served) that is retried whenever capacity frees.
@@ -31,7 +32,6 @@ from vgpu.domain import (
     QuotaBook,
     Reason,
     SchedulingConfig,
-    decide,
     decode_pod_grants,
     encode_pod_grants,
     limits_from_hard,
@@ -242,18 +242,18 @@ class Simulation:
         """One scheduling cycle for `pod` on `candidates`; True when it was placed."""
         started = self._clock()
         self._attempts += 1
-        views = []
+        unknown = []
         for node in candidates:
             known = self._cache.lookup(node, pod.shape) if self._incremental else None
             if known is None:
-                views.append(self.ledger.view(node))
+                unknown.append(node)
             else:
                 pod.rejections[node] = known
                 pod.quota_nodes.discard(node)
         placed = False
-        if views:
+        if unknown:
             self._decide_calls += 1
-            decision = decide(pod.plan, views, self.quota.budget(pod.namespace))
+            decision = self.ledger.decide(pod.plan, unknown, self.quota.budget(pod.namespace))
             if isinstance(decision, Placement):
                 self._place(pod, decision)
                 placed = True
@@ -289,10 +289,9 @@ class Simulation:
 
         (During the run a pod's reasons come from each node's latest check, which may be older.)
         """
-        views = [self.ledger.view(n) for n in self._nodes]
         refusals = []
         for pod in self._pending.values():
-            decision = decide(pod.plan, views, self.quota.budget(pod.namespace))
+            decision = self.ledger.decide(pod.plan, self._nodes, self.quota.budget(pod.namespace))
             if isinstance(decision, Placement):  # would mean a missed retry: a bug to report
                 log.error("pod %s is Pending but fits on %s", pod.key, decision.node)
                 continue

@@ -22,7 +22,8 @@ from pydantic import (
 )
 
 from vgpu.app.errors import ConfigError, problems
-from vgpu.app.settings import parse_yaml_mapping, read_text
+from vgpu.app.mapping_file import parse_mapping
+from vgpu.app.settings import read_text
 from vgpu.domain.quantity import memory_mib
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -315,9 +316,9 @@ def _union_branch(part: str) -> bool:
 
 
 def parse_scenario(text: str, source: str = "scenario") -> Scenario:
-    """Validate YAML text; ScenarioError says what is wrong, field by field."""
+    """Validate YAML or JSON text; ScenarioError says what is wrong, field by field."""
     try:
-        data = parse_yaml_mapping(text, source)
+        data = parse_mapping(text, source)
     except ConfigError as exc:
         raise ScenarioError(str(exc)) from None
     try:

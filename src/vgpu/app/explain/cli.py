@@ -1,0 +1,113 @@
+"""`vgpu explain POD`: why a GPU pod is Pending, node by node, and what would make it fit."""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from vgpu.app.errors import ConfigError
+from vgpu.app.explain.inquiry import NotAGpuPod, explain_in_cluster
+from vgpu.app.scheduler.config import SchedulerConfig, load_config
+from vgpu.app.scheduler.fake_mode import FakeClusterError, load_fake_cluster
+from vgpu.app.settings import read_yaml_mapping
+from vgpu.domain import DomainError, Pod, pod_from_manifest
+from vgpu.ports.cluster import ClusterError, ClusterPort
+
+DESCRIPTION = """\
+Explain why a GPU pod does or does not fit: for every node one sentence (the closest card and
+what it lacks: memory, cores, slices, type, uuid, NUMA, namespace quota), nodes grouped by
+reason; the node and cards the pod would get; and, when it fits nowhere, the smallest changes
+that would place it (fewer MiB or cores per card, other card types, more quota, or named pods
+finishing). It runs the scheduler's own placement rules on what the cluster holds now and
+never writes to the cluster.
+
+Exit status: 0 the pod fits, 1 it fits nowhere, 2 the pod or the cluster cannot be read.
+"""
+
+EPILOG = """\
+examples:
+  vgpu explain team-a/trainer                       # a pod in the cluster (kubeconfig)
+  vgpu explain -f pod.yaml                          # a pod not created yet, same cluster
+  vgpu explain -f pod.yaml --fake-cluster cluster.yaml --json   # offline
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="say why a GPU pod is Pending and what would make it fit",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("pod", nargs="?", metavar="[NAMESPACE/]NAME", help="the pod to read from the cluster")
+    add("-n", "--namespace", default="default", help="namespace of POD without one (default)")
+    add("-f", "--file", type=Path, metavar="FILE", help="read the pod manifest from FILE")
+    add("--fake-cluster", type=Path, metavar="FILE", help="an offline cluster file (see docs)")
+    add("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig (default as kubectl)")
+    add("--config", type=Path, metavar="FILE", help="the scheduler's settings file")
+    add("--json", action="store_true", help="print JSON for tools instead of sentences")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.pod is None) == (args.file is None):
+        print("vgpu explain: give a pod name or -f FILE (one of them)", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config, os.environ, {"kubeconfig": args.kubeconfig})
+        cluster, close = _cluster(args, config)
+        try:
+            pod = _pod(args, cluster)
+            explanation = explain_in_cluster(
+                cluster,
+                pod,
+                config.scheduling(),
+                config.scheduler_name,
+                config.defaults.memory_factor,
+            )
+        finally:
+            close()
+    except (ConfigError, FakeClusterError, ClusterError, DomainError, NotAGpuPod) as exc:
+        print(f"vgpu explain: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(explanation.to_dict(), indent=2))
+    else:
+        print("\n".join(explanation.lines()))
+    return 0 if explanation.fits else 1
+
+
+def _cluster(args: argparse.Namespace, config: SchedulerConfig) -> tuple[ClusterPort, Any]:
+    """The cluster to read, and how to let it go."""
+    if args.fake_cluster is not None:
+        return load_fake_cluster(args.fake_cluster, config.vendor()), lambda: None
+    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
+        ConnectionSettings,
+        KubernetesCluster,
+        new_api_client,
+    )
+
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
+    # Never started: without its watchers every read goes to the API once, which is all a
+    # one-shot command needs.
+    cluster = KubernetesCluster(client, component="vgpu-explain", owns_client=True)
+    return cluster, cluster.stop
+
+
+def _pod(args: argparse.Namespace, cluster: ClusterPort) -> Pod:
+    if args.file is not None:
+        pod = pod_from_manifest(read_yaml_mapping(args.file, "pod manifest"))
+        if not pod.name:
+            raise DomainError(f"pod manifest {args.file}: metadata.name is missing")
+        return pod
+    namespace, _, name = str(args.pod).rpartition("/")
+    namespace = namespace or args.namespace
+    found = cluster.get_pod(namespace, name)
+    if found is None:
+        raise ClusterError(f"pod {namespace}/{name} not found")
+    return found

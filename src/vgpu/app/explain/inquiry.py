@@ -1,0 +1,58 @@
+"""Explain one pod against a cluster: read nodes, quotas and pods into the scheduler's state the
+way the scheduler does (`ClusterFollower.rebuild`), then ask the domain. Reads only.
+
+It does not read the grant-signing keys (a person running it seldom may read that Secret): a
+grant counts when its pod names the scheduler, as with signing off. Forged grants can therefore
+make a node look fuller here than the scheduler sees it, never emptier."""
+
+import time
+
+from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.trust import GrantTrust
+from vgpu.domain import Pod, SchedulingConfig, plan_pod
+from vgpu.domain.explain import Explanation, explain
+from vgpu.domain.preemption import Victim
+from vgpu.domain.quota import pod_charge
+from vgpu.ports.cluster import ClusterPort
+
+
+class NotAGpuPod(ValueError):
+    """The pod asks for no GPU of the configured vendor: there is nothing to explain."""
+
+
+def explain_in_cluster(
+    cluster: ClusterPort,
+    pod: Pod,
+    scheduling: SchedulingConfig,
+    scheduler_name: str,
+    memory_factor: int = 1,
+) -> Explanation:
+    """Why `pod` does or does not fit the cluster now. Raises DomainError for a pod whose GPU
+    request cannot be read and NotAGpuPod for a pod without one."""
+    plan = plan_pod(pod, scheduling)
+    if plan is None:
+        raise NotAGpuPod(f"pod {pod.key} asks for no {scheduling.vendor.count_resource}")
+    state = SchedulerState()
+    trust = GrantTrust(scheduling.vendor, scheduler_name, ring=None)
+    ClusterFollower(state, scheduling.vendor, memory_factor, time.time, trust).rebuild(cluster)
+    names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
+    views, broken = state.snapshot_views(names, exclude_pod=plan.key)
+    budget = state.budget(plan.namespace, plan.key, plan.init_count)
+    pods = {p.key: p for p in cluster.list_pods()}
+    holders = []
+    for allocation in state.ledger.pods():
+        if allocation.pod == plan.key:
+            continue
+        running = pods.get(allocation.pod)
+        init_count = running.init_count if running is not None else 0
+        namespace = allocation.pod.partition("/")[0]
+        victim = Victim(
+            allocation.pod,
+            namespace,
+            running.priority if running is not None else 0,
+            dict(allocation.footprint),
+            pod_charge(allocation.grants, init_count),
+        )
+        holders.append((allocation.node, victim))
+    return explain(plan, views, budget, broken, holders)

@@ -1,0 +1,1 @@
+"""`vgpu monitor`: per-container GPU usage from HAMi-core's shared regions, as HAMi's metrics."""

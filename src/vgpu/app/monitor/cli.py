@@ -1,0 +1,147 @@
+"""`vgpu monitor --node-name NODE`: per-container GPU usage for Prometheus, beside the plugin."""
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from vgpu.app.monitor.config import ConfigError, MonitorConfig, load_config
+from vgpu.app.monitor.container import MonitorContainer
+from vgpu.ports.cluster import ClusterError
+from vgpu.ports.gpu import GpuUnavailable
+
+log = logging.getLogger("vgpu.monitor")
+
+DESCRIPTION = """\
+Run the vGPU monitor on one node. It reads the shared region HAMi-core keeps for every GPU
+container (the cache files under <host dir>/<pod uid>_<container>/), matches each directory
+to its pod through the API, and serves HAMi's monitor metrics on /metrics: host memory and
+utilisation per card, and per container memory used and limit, utilisation and the time of
+the last kernel. It removes the directories of pods that left the node, and tells HAMi-core
+when a higher-priority task is active on a card (priority feedback).
+
+Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
+setting name in capitals, e.g. VGPU_METRICS_LISTEN=:9394; NODE_NAME also sets the node) <
+flags. See docs/monitor.md for every setting and the DaemonSet container.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "monitor",
+        help="serve per-container GPU usage from HAMi-core's shared regions (port 9394)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
+    add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
+    add(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig for the API server (default: in-cluster, else ~/.kube/config)",
+    )
+    add(
+        "--fake-gpus",
+        type=Path,
+        metavar="FILE",
+        help="take the host GPU figures from this YAML file instead of NVML (development)",
+    )
+    add(
+        "--host-dir",
+        type=Path,
+        metavar="DIR",
+        help="directory holding the <pod uid>_<container> cache directories "
+        "(default /usr/local/vgpu/containers)",
+    )
+    add(
+        "--metrics-listen",
+        metavar="[HOST]:PORT",
+        help="where to serve /metrics (default :9394, all addresses)",
+    )
+    add(
+        "--legacy-metrics",
+        action="store_true",
+        default=None,
+        help="also emit HAMi's pre-v2.9 metric names",
+    )
+    add(
+        "--priority-feedback",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="tell HAMi-core when a higher-priority task is active on a card (default on)",
+    )
+    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
+    parser.set_defaults(run=run)
+
+
+_FLAGS = (
+    "node_name",
+    "kubeconfig",
+    "fake_gpus",
+    "host_dir",
+    "metrics_listen",
+    "legacy_metrics",
+    "priority_feedback",
+    "log_level",
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {name: getattr(args, name, None) for name in _FLAGS}
+    try:
+        config = load_config(args.config, os.environ, overrides)
+    except ConfigError as exc:
+        print(f"vgpu monitor: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return serve(config)
+
+
+def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> int:
+    """Build everything from `config` and run until SIGTERM or SIGINT; the exit code."""
+    container = container or MonitorContainer(config=config)
+    try:
+        cards = container.gpu_port().read_usage()  # no driver is a deployment error: say so now
+        server = container.server()
+        daemon = container.daemon()
+    except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
+        log.error("cannot start the monitor: %s", exc)
+        return 1
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    server.start()
+    host, port = server.address
+    log.info(
+        "node %s: %d GPU(s), reading %s, serving metrics on %s:%d, priority feedback %s",
+        config.node_name,
+        len(cards),
+        config.host_dir,
+        host,
+        port,
+        "on" if config.priority_feedback else "off",
+    )
+    try:
+        daemon.run(stop)
+    finally:
+        server.stop()
+        container.accounting().close()
+        container.gpu_port().close()
+    return 0

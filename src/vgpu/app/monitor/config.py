@@ -1,0 +1,70 @@
+"""The monitor's settings: one pydantic model from a YAML file, `VGPU_*` variables and flags.
+
+Precedence, lowest first: defaults, the `--config` file, environment variables (`VGPU_` + the
+field name in capitals, e.g. `VGPU_METRICS_LISTEN=:9394`; the node name also from `NODE_NAME`),
+command-line flags. The loading itself is `vgpu.app.settings`.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vgpu.app.errors import ConfigError
+from vgpu.app.settings import load_settings
+
+__all__ = ["ConfigError", "MonitorConfig", "load_config"]
+
+
+class MonitorConfig(BaseModel):
+    """Everything `vgpu monitor` can be told. Durations are in seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_name: str = Field("", description="the Kubernetes node this monitor runs on")
+    host_dir: Path = Path("/usr/local/vgpu/containers")
+    metrics_listen: str = ":9394"
+    legacy_metrics: bool = False
+    priority_feedback: bool = True
+    interval: float = Field(5.0, gt=0)
+    cleanup_grace: float = Field(300.0, ge=0)
+    kubeconfig: Path | None = None
+    fake_gpus: Path | None = None
+    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not port.isdecimal() or int(port) > 65535:
+            raise ValueError("must be [HOST]:PORT with a port 0-65535, e.g. :9394")
+        if host.startswith("[") != host.endswith("]"):
+            raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:9394")
+        return value
+
+    @model_validator(mode="after")
+    def _has_node(self) -> Self:
+        if not self.node_name:
+            raise ValueError(
+                "node_name is required: pass --node-name, or set NODE_NAME or VGPU_NODE_NAME"
+            )
+        return self
+
+    @property
+    def listen_host(self) -> str:
+        host = self.metrics_listen.rpartition(":")[0].strip("[]")
+        return host or "0.0.0.0"
+
+    @property
+    def listen_port(self) -> int:
+        return int(self.metrics_listen.rpartition(":")[2])
+
+
+def load_config(
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> MonitorConfig:
+    """Defaults < file < environment < overrides (None values ignored); ConfigError if bad."""
+    return load_settings(MonitorConfig, "monitor", path, env, overrides, {"NODE_NAME": "node_name"})

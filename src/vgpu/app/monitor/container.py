@@ -1,0 +1,85 @@
+"""The monitor's composition root: which adapters, wired to which use cases."""
+
+from collections.abc import Callable, Sequence
+
+from dependency_injector import containers, providers
+
+from vgpu.app.monitor.config import MonitorConfig
+from vgpu.app.monitor.daemon import MonitorDaemon
+from vgpu.app.monitor.http import MetricsServer
+from vgpu.app.monitor.metrics import MonitorMetrics, MonitorSources
+from vgpu.domain.pod import Pod
+from vgpu.ports.accounting import AccountingPort
+from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.gpu import GpuPort
+
+
+def make_gpu_port(config: MonitorConfig) -> GpuPort:
+    """The fake inventory when `fake_gpus` names a file, else NVML."""
+    if config.fake_gpus is not None:
+        from vgpu.adapters.fake.gpus import FakeGpus
+
+        return FakeGpus.from_file(config.fake_gpus)
+    from vgpu.adapters.nvml import NvmlGpus
+
+    return NvmlGpus()
+
+
+def make_accounting(config: MonitorConfig) -> AccountingPort:
+    """The cache files under `host_dir`, mapped writable only when feedback must write."""
+    from vgpu.adapters.hamicore import HamiCoreRegions
+
+    return HamiCoreRegions(config.host_dir, writable=config.priority_feedback)
+
+
+def make_cluster(config: MonitorConfig) -> ClusterPort:
+    """The API, watching only the pods bound to this node (an informer, as HAMi's monitor)."""
+    from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster
+
+    settings = ConnectionSettings(
+        kubeconfig=str(config.kubeconfig) if config.kubeconfig is not None else None
+    )
+    cluster = KubernetesCluster.connect(
+        settings,
+        component="vgpu-monitor",
+        pod_field_selector=f"spec.nodeName={config.node_name}",
+        watch_nodes=False,
+        watch_quotas=False,
+    )
+    cluster.start()
+    return cluster
+
+
+def pods_on_node(cluster: ClusterPort, node: str) -> Callable[[], Sequence[Pod]]:
+    return lambda: cluster.list_pods(node)
+
+
+class MonitorContainer(containers.DeclarativeContainer):
+    """Override `cluster`, `gpu_port` or `accounting` to embed or test with other adapters."""
+
+    config = providers.Dependency(instance_of=MonitorConfig)
+
+    cluster = providers.Singleton(make_cluster, config)
+    gpu_port = providers.Singleton(make_gpu_port, config)
+    accounting = providers.Singleton(make_accounting, config)
+
+    pods = providers.Singleton(pods_on_node, cluster, config.provided.node_name)
+    metrics = providers.Singleton(
+        MonitorMetrics,
+        providers.Singleton(MonitorSources, config.provided.node_name, gpu_port, accounting, pods),
+        config.provided.legacy_metrics,
+    )
+    server = providers.Singleton(
+        MetricsServer,
+        config.provided.listen_host,
+        config.provided.listen_port,
+        metrics.provided.render,
+    )
+    daemon = providers.Singleton(
+        MonitorDaemon,
+        accounting,
+        pods,
+        interval=config.provided.interval,
+        cleanup_grace=config.provided.cleanup_grace,
+        priority_feedback=config.provided.priority_feedback,
+    )

@@ -1,0 +1,142 @@
+"""The ledger's index: per-node summaries, nodes ordered by fullness, remembered rejections.
+
+`LedgerIndex.decide` gives the same answer as `decide` over every candidate's view (node,
+cards, score, ties by name; for a pod that fits nowhere, every node's rejection), but walks
+the candidates from the best possible score down, skips nodes the summary rules out, runs the
+exact `fit_pod` only on the rest and stops once no node left can beat the best fit found.
+
+A rejection is remembered per node and pod shape until that node changes, so the common case
+of a full cluster (kube-scheduler retrying a pod that fits nowhere) costs a lookup per node.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+
+from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
+from vgpu.domain.device import Device, Usage
+from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.fullness_order import Bounded, FullnessOrder
+from vgpu.domain.node_summary import Capacity, NodeSummary, PodNeeds, summarize
+from vgpu.domain.policy import preference
+from vgpu.domain.quota import UNLIMITED, Budget
+from vgpu.domain.reasons import NodeRejection
+
+# Bounds and exact scores are summed in different orders; a node whose bound is within this of
+# the best score is still fitted, so rounding can never hide a better node or a tie.
+_ROUNDING = 1e-9
+_FEW = 4  # candidates fewer than 1/_FEW of the nodes are ranked directly, not walked
+_REMEMBERED_PER_NODE = 4
+_SHAPES_KEPT = 4096
+
+
+class LedgerIndex:
+    def __init__(self) -> None:
+        self._summaries: dict[str, NodeSummary] = {}
+        self._order = FullnessOrder()
+        self._rejected: dict[str, dict[int, NodeRejection]] = {}
+        self._shapes: dict[tuple[object, ...], int] = {}
+        self._next_shape = 0
+
+    def update(
+        self,
+        node: str,
+        devices: tuple[Device, ...],
+        usage: dict[str, Usage],
+        cordoned: frozenset[str],
+    ) -> None:
+        """The node's cards or usage changed."""
+        summary = summarize(devices, usage, cordoned)
+        self._summaries[node] = summary
+        self._order.put(node, summary.capacity, summary.fullness)
+        self._rejected.pop(node, None)
+
+    def drop(self, node: str) -> None:
+        self._summaries.pop(node, None)
+        self._order.remove(node)
+        self._rejected.pop(node, None)
+
+    def decide(
+        self,
+        plan: PodPlan,
+        nodes: Iterable[str],
+        view: Callable[[str], NodeView],
+        budget: Budget = UNLIMITED,
+    ) -> Decision:
+        """The best placement among `nodes`; `scores` holds only the chosen node's score and
+        `rejections` is empty. When the pod fits nowhere, every node's rejection."""
+        candidates = dict.fromkeys(nodes)
+        needs = PodNeeds.of(plan)
+        shape = self._shape(plan, budget)
+        policy = plan.policies.node
+        best: NodeFit | None = None
+        best_score = -math.inf
+        for bound, node in self._walk(plan, needs, candidates):
+            if bound + _ROUNDING < best_score:
+                break
+            if node not in candidates or not needs.may_fit(self._summaries[node]):
+                continue
+            result = self._fit(plan, node, view, budget, shape)
+            if isinstance(result, NodeRejection):
+                continue
+            score = preference(policy, result.fullness)
+            if best is None or score > best_score or (score == best_score and node < best.node):
+                best, best_score = result, score
+        if best is not None:
+            return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
+        rejections = {}
+        for node in candidates:
+            result = self._fit(plan, node, view, budget, shape)
+            if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
+                return decide(plan, [view(n) for n in candidates], budget)
+            rejections[node] = result
+        return NoPlacement(rejections)
+
+    def _walk(
+        self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]
+    ) -> Iterable[Bounded]:
+        policy = plan.policies.node
+
+        def gain(capacity: Capacity) -> float:
+            return needs.best_gain(policy, capacity)
+
+        if len(candidates) * _FEW < len(self._order):
+            return self._order.rank(candidates, policy, gain)
+        return self._order.walk(policy, gain)
+
+    def _fit(
+        self,
+        plan: PodPlan,
+        node: str,
+        view: Callable[[str], NodeView],
+        budget: Budget,
+        shape: int,
+    ) -> NodeFit | NodeRejection:
+        remembered = self._rejected.get(node)
+        if remembered is not None and shape in remembered:
+            return remembered[shape]
+        result = fit_pod(plan, view(node), budget)
+        if isinstance(result, NodeRejection) and node in self._summaries:
+            if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
+                remembered = self._rejected[node] = {}
+            remembered[shape] = result
+        return result
+
+    def _shape(self, plan: PodPlan, budget: Budget) -> int:
+        """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
+        key = (
+            plan.containers,
+            plan.requests,
+            plan.init_count,
+            plan.selector,
+            plan.policies,
+            plan.vendor,
+            budget,
+        )
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+                self._rejected.clear()
+            shape = self._shapes[key] = self._next_shape
+            self._next_shape += 1
+        return shape

@@ -1,0 +1,348 @@
+"""charts/vgpu: lints, renders valid objects for every supported Kubernetes, and agrees with
+the processes it runs (their routes, flags and settings files)."""
+
+import argparse
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.deploy.render import (
+    CHART,
+    HAMI_VALUES,
+    NAMESPACE,
+    containers,
+    helm,
+    one,
+    schema_errors,
+    template,
+)
+from tests.unit.scheduler.builders import world
+from vgpu.app.cli import COMMANDS, add_log_flags
+from vgpu.app.device_plugin.config import load_config as load_plugin_config
+from vgpu.app.scheduler.config import SchedulerConfig, load_config
+from vgpu.app.scheduler.http import extender_app, webhook_app
+from vgpu.app.scheduler.metrics import SchedulerMetrics
+
+VARIANTS = {
+    "default": ((), ()),
+    "hami-values": ((HAMI_VALUES,), ()),
+    "no-webhook-no-kube-scheduler": (
+        (),
+        ("scheduler.admissionWebhook.enabled=false", "scheduler.kubeScheduler.enabled=false"),
+    ),
+    "monitoring": ((), ("serviceMonitor.enabled=true", "dashboards.enabled=true")),
+}
+
+
+def render(variant: str) -> list[dict[str, Any]]:
+    values, settings = VARIANTS[variant]
+    return template(*values, set_values=settings)
+
+
+def scheduler_settings(objects: list[dict[str, Any]], tmp_path: Path) -> SchedulerConfig:
+    """The scheduler's settings file loaded the way `vgpu scheduler --config` loads it."""
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["scheduler.yaml"])
+    return load_config(path, env={})
+
+
+def routes(app: str) -> set[str]:
+    """Paths the `extender` or `webhook` listener serves."""
+    w = world()
+    metrics = SchedulerMetrics(w.state, w.config.vendor(), lambda: True)
+    built = extender_app(w.service, metrics) if app == "extender" else webhook_app(
+        w.service, metrics, str
+    )
+    return {getattr(r, "path", "") for r in built.routes}
+
+
+@pytest.mark.parametrize("values", [(), (HAMI_VALUES,)], ids=["default", "hami-values"])
+def test_helm_lint_passes(values: tuple[Path, ...]) -> None:
+    args = ["lint", str(CHART), "--strict"]
+    for path in values:
+        args += ["--values", str(path)]
+    result = helm(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_rendered_object_is_valid_for_the_oldest_and_newest_kubernetes(variant: str) -> None:
+    objects = render(variant)
+    assert len(objects) > 10
+    assert schema_errors(objects) == []
+
+
+def test_schema_validation_catches_a_misspelt_field() -> None:
+    objects = render("default")
+    deployment = one(objects, "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
+    assert any("imagePullPolicyy" in e for e in schema_errors([deployment]))
+
+
+def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
+    objects = render("hami-values")
+    settings = scheduler_settings(objects, tmp_path)
+    assert settings.scheduler_name == "hami-scheduler"
+    assert (settings.node_policy.value, settings.gpu_policy.value) == ("spread", "binpack")
+    assert settings.gpu_core_policy == "force"
+    assert settings.lock_expiry == 120
+    assert settings.legacy_metrics is True
+    assert settings.webhook_tls is None  # cert-manager makes the certificate
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 3
+    assert one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    pods = containers(deployment)
+    assert pods["kube-scheduler"]["image"] == (
+        "registry.example.com/google_containers/kube-scheduler:v1.31.1"
+    )
+    assert pods["vgpu"]["image"].startswith("registry.example.com/vgpu:")
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    webhook = one(objects, "MutatingWebhookConfiguration")
+    [hook] = webhook["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+            "values": ["kube-system", "monitoring"]} in hook["namespaceSelector"]["matchExpressions"]
+    assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{NAMESPACE}/vgpu-scheduler-serving-cert"
+    )
+    assert one(objects, "Certificate")["spec"]["secretName"] == "vgpu-scheduler-tls"
+    assert one(objects, "RuntimeClass")["metadata"]["name"] == "nvidia"
+    plugin = one(objects, "DaemonSet")
+    assert plugin["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+    config = one(objects, "ConfigMap", "vgpu-device-plugin")["data"]
+    assert '"gpu-1"' in config["config.json"]
+    path = tmp_path / "plugin.yaml"
+    path.write_text(config["config.yaml"])
+    plugin_settings = load_plugin_config(path, env={"NODE_NAME": "gpu-1"})  # the pod env
+    assert (plugin_settings.split_count, plugin_settings.memory_scaling) == (4, 1.5)
+    assert one(objects, "ServiceMonitor", "vgpu-scheduler")
+    monitor = containers(plugin)["vgpu-monitor"]
+    assert "--legacy-metrics" in monitor["args"]
+
+
+def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serves(
+    tmp_path: Path,
+) -> None:
+    for combine in (False, True):
+        objects = template(set_values=(f"scheduler.combineScores={str(combine).lower()}",))
+        settings = scheduler_settings(objects, tmp_path)
+        configmap = one(objects, "ConfigMap", "vgpu-scheduler")["data"]
+        kube = yaml.safe_load(configmap["config.yaml"])
+        assert kube["kind"] == "KubeSchedulerConfiguration"
+        assert [p["schedulerName"] for p in kube["profiles"]] == [settings.scheduler_name]
+        [extender] = kube["extenders"]
+        verbs = {extender[k] for k in ("filterVerb", "prioritizeVerb", "bindVerb") if k in extender}
+        assert verbs == ({"filter", "bind", "prioritize"} if combine else {"filter", "bind"})
+        assert {f"/{v}" for v in verbs} <= routes("extender")
+        assert settings.combine_scores is combine
+        vendor = settings.vendor()
+        managed = {r["name"]: r["ignoredByScheduler"] for r in extender["managedResources"]}
+        assert managed == dict.fromkeys([*vendor.resources, vendor.priority_resource], True)
+        args = containers(one(objects, "Deployment"))["vgpu"]["args"]
+        assert extender["urlPrefix"] == "http://127.0.0.1:8888"
+        assert extender["enableHTTPS"] is False
+        assert "--extender-listen=127.0.0.1:8888" in args
+
+
+def test_the_webhook_reaches_the_tls_listener_through_the_service(tmp_path: Path) -> None:
+    objects = render("default")
+    settings = scheduler_settings(objects, tmp_path)
+    [hook] = one(objects, "MutatingWebhookConfiguration")["webhooks"]
+    service = one(objects, "Service", "vgpu-scheduler")
+    target = hook["clientConfig"]["service"]
+    assert (target["name"], target["namespace"]) == ("vgpu-scheduler", NAMESPACE)
+    assert target["path"] == "/webhook" and "/webhook" in routes("webhook")
+    assert set(hook["admissionReviewVersions"]) == {"v1", "v1beta1"}
+    port = next(p for p in service["spec"]["ports"] if p["port"] == target["port"])
+    vgpu = containers(one(objects, "Deployment"))["vgpu"]
+    named = {p["name"]: p["containerPort"] for p in vgpu["ports"]}
+    assert f"--listen=0.0.0.0:{named[port['targetPort']]}" in vgpu["args"]
+    probe = vgpu["readinessProbe"]["httpGet"]
+    assert (probe["port"], probe["scheme"]) == ("webhook", "HTTPS")
+    assert probe["path"] in routes("webhook")
+    assert settings.tls_cert is not None and str(settings.tls_cert.parent) == "/tls"
+    certs = settings.webhook_tls
+    assert certs is not None
+    assert (certs.secret_name, certs.webhook_name, certs.service_name) == (
+        "vgpu-scheduler-tls", one(objects, "MutatingWebhookConfiguration")["metadata"]["name"],
+        "vgpu-scheduler",
+    )
+    assert str(certs.cert_dir) == "/tls"
+
+
+def test_the_webhook_never_blanks_an_injected_ca_and_only_sees_gpu_pods() -> None:
+    [hook] = one(render("default"), "MutatingWebhookConfiguration")["webhooks"]
+    assert "caBundle" not in hook["clientConfig"]
+    # Fail is safe because only pods asking for a vgpu resource are sent
+    assert hook["failurePolicy"] == "Fail"
+    [condition] = hook["matchConditions"]
+    for name in ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"):
+        assert f'"{name}"' in condition["expression"]
+    assert {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]} in (
+        hook["objectSelector"]["matchExpressions"]
+    )
+
+
+def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor() -> None:
+    objects = render("monitoring")
+    vgpu = containers(one(objects, "Deployment"))["vgpu"]
+    assert "--metrics-listen=0.0.0.0:9395" in vgpu["args"]
+    assert {"name": "metrics", "containerPort": 9395} in vgpu["ports"]
+    service = one(objects, "Service", "vgpu-scheduler")
+    assert {"name": "monitor", "port": 9395, "targetPort": "metrics"} in service["spec"]["ports"]
+    for monitor_name, service_name, port in (
+        ("vgpu-scheduler", "vgpu-scheduler", "monitor"),
+        ("vgpu-device-plugin-monitor", "vgpu-device-plugin-monitor", "monitorport"),
+    ):
+        monitor = one(objects, "ServiceMonitor", monitor_name)
+        target = one(objects, "Service", service_name)
+        assert monitor["spec"]["endpoints"][0]["port"] == port
+        assert port in {p["name"] for p in target["spec"]["ports"]}
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+            target["metadata"]["labels"].items()
+        )
+    dashboard = one(objects, "ConfigMap", "vgpu-dashboards")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert "hami_gpu_memory_limit_bytes" in next(iter(dashboard["data"].values()))
+
+
+def accepts(args: list[str]) -> argparse.Namespace:
+    """Parse a container's args the way `vgpu` does; SystemExit on a flag it does not know."""
+    parser = argparse.ArgumentParser(prog="vgpu")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    command = args[0]
+    importlib.import_module(COMMANDS[command][0]).register(subparsers)
+    add_log_flags(subparsers.choices[command])
+    return parser.parse_args(args)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_vgpu_container_passes_only_flags_its_command_accepts(variant: str) -> None:
+    objects = render(variant)
+    found = [
+        c for owner in objects if owner["kind"] in ("Deployment", "DaemonSet")
+        for c in containers(owner).values() if "args" in c
+    ]
+    assert {c["args"][0] for c in found} >= {"scheduler", "device-plugin"}
+    for c in found:
+        accepts(c["args"])
+
+
+def test_the_monitor_runs_beside_the_plugin_on_the_host_cache_directory() -> None:
+    objects = render("default")
+    plugin = one(objects, "DaemonSet")
+    monitor = containers(plugin)["vgpu-monitor"]
+    parsed = accepts(monitor["args"])
+    assert (str(parsed.host_dir), parsed.metrics_listen) == ("/usr/local/vgpu/containers", ":9394")
+    mounts = {m["name"]: m["mountPath"] for m in monitor["volumeMounts"]}
+    hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["spec"]["template"]["spec"]["volumes"]
+             if "hostPath" in v}
+    assert hosts[next(iter(mounts))] == mounts[next(iter(mounts))] == "/usr/local/vgpu/containers"
+    service = one(objects, "Service", "vgpu-device-plugin-monitor")
+    assert service["spec"]["ports"] == [{"name": "monitorport", "port": 9394,
+                                         "targetPort": "monitorport"}]
+    off = template(set_values=("devicePlugin.monitor.enabled=false",))
+    assert "vgpu-monitor" not in containers(one(off, "DaemonSet"))
+    assert not [o for o in off if o["metadata"]["name"] == "vgpu-device-plugin-monitor"]
+
+
+def test_log_settings_reach_every_vgpu_container() -> None:
+    objects = template(set_values=("log.level=DEBUG", "log.json=true"))
+    for owner in (one(objects, "Deployment"), one(objects, "DaemonSet")):
+        found = containers(owner)
+        args = (found.get("vgpu") or found["device-plugin"])["args"]
+        assert "--log-level=DEBUG" in args and "--log-json" in args
+
+
+def test_rollouts_keep_a_ready_scheduler_and_evictions_leave_one() -> None:
+    objects = render("default")
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}
+    }
+    # readiness without leadership: the surge replica becomes Ready while the old one leads
+    probe = containers(deployment)["vgpu"]["readinessProbe"]["httpGet"]["path"]
+    assert probe == "/healthz"
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]  # 1 replica: drains pass
+    replicated = template(set_values=("scheduler.replicas=2",))
+    pdb = one(replicated, "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert one(replicated, "Deployment")["spec"]["replicas"] == 2
+    plugin = one(objects, "DaemonSet")
+    assert plugin["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    assert plugin["spec"]["template"]["spec"]["priorityClassName"] == "system-node-critical"
+    assert plugin["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"}
+
+
+def test_every_container_drops_capabilities_and_runs_under_the_default_seccomp_profile() -> None:
+    for owner in (one(render("default"), "Deployment"), one(render("default"), "DaemonSet")):
+        pod = owner["spec"]["template"]["spec"]
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for name, container in containers(owner).items():
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False, name
+            assert context["capabilities"]["drop"] == ["ALL"], name
+            assert context["readOnlyRootFilesystem"] is True, name
+    scheduler = one(render("default"), "Deployment")["spec"]["template"]["spec"]
+    assert scheduler["securityContext"]["runAsNonRoot"] is True
+
+
+def test_a_non_root_scheduler_may_listen_on_443_only_through_the_pod_sysctl() -> None:
+    def sysctls(*settings: str) -> list[dict[str, str]]:
+        pod = one(template(set_values=settings), "Deployment")["spec"]["template"]["spec"]
+        return list(pod["securityContext"].get("sysctls", []))
+
+    assert sysctls() == [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]
+    assert sysctls("scheduler.service.httpTargetPort=8443") == []
+
+
+def test_the_device_plugin_runs_as_root_to_write_root_owned_host_directories() -> None:
+    plugin = one(render("default"), "DaemonSet")["spec"]["template"]["spec"]
+    assert plugin["securityContext"]["runAsUser"] == 0
+    hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["volumes"] if "hostPath" in v}
+    assert hosts["device-plugins"] == "/var/lib/kubelet/device-plugins"
+    assert hosts["lib"] == "/usr/local/vgpu"
+
+
+def test_libvgpu_is_copied_into_the_host_dir_by_an_init_container_from_a_configurable_image() -> None:
+    objects = template(set_values=(
+        "devicePlugin.libvgpu.image.registry=mirror.example.com",
+        "devicePlugin.libvgpu.image.tag=v2.9.0",
+    ))
+    plugin = one(objects, "DaemonSet")
+    init = containers(plugin)["libvgpu"]
+    assert init["image"] == "mirror.example.com/projecthami/hami:v2.9.0"
+    assert init["command"][-1] == "/k8s-vgpu/bin/vgpu-init.sh /usr/local/vgpu/"
+    assert init["volumeMounts"] == [{"name": "lib", "mountPath": "/usr/local/vgpu"}]
+    plugin_config = yaml.safe_load(one(objects, "ConfigMap", "vgpu-device-plugin")["data"]["config.yaml"])
+    assert plugin_config["hook_path"] == "/usr/local"
+
+
+def test_a_lib_path_that_disagrees_with_the_hook_path_is_refused() -> None:
+    result = helm("template", "vgpu", str(CHART), "--set", "devicePlugin.libPath=/opt/vgpu")
+    assert result.returncode != 0
+    assert "devicePlugin.libPath (/opt/vgpu)" in result.stderr
+
+
+def test_the_kube_scheduler_auth_reader_binding_is_in_kube_system() -> None:
+    binding = one(render("default"), "RoleBinding", "vgpu-scheduler-auth-reader")
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+
+
+def test_the_admission_policy_trusts_the_release_s_service_accounts() -> None:
+    objects = template(set_values=("scheduler.admissionPolicy.trustedUsers={system:serviceaccount:hami:hami-scheduler}",))
+    policy = one(objects, "ValidatingAdmissionPolicy")
+    trusted = next(v for v in policy["spec"]["variables"] if v["name"] == "trusted")["expression"]
+    for account in ("vgpu-scheduler", "vgpu-device-plugin"):
+        assert f"'system:serviceaccount:{NAMESPACE}:{account}'" in trusted
+        assert one(objects, "ServiceAccount", account)
+    assert "'system:serviceaccount:hami:hami-scheduler'" in trusted
+    binding = one(objects, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]

@@ -1,0 +1,62 @@
+"""Big data files (fake clusters, scenarios) read as JSON or YAML with the same result."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vgpu.app.errors import ConfigError
+from vgpu.app.mapping_file import parse_mapping, read_mapping
+from vgpu.app.scheduler.fake_mode import load_fake_cluster
+from vgpu.app.simulate.scenario import default_scenario_text, parse_scenario
+from vgpu.domain import NVIDIA
+
+CLUSTER = {
+    "nodes": [
+        {"name": "n1", "gpus": [{"uuid": "GPU-1", "type": "NVIDIA L4", "memory": 24000}]},
+        {"name": "cpu-only"},
+    ]
+}
+
+
+def test_json_and_yaml_of_the_same_data_read_alike() -> None:
+    as_json = parse_mapping(json.dumps(CLUSTER), "f")
+    as_yaml = parse_mapping(yaml.safe_dump(CLUSTER), "f")
+    assert as_json == as_yaml == CLUSTER
+
+
+def test_a_yaml_flow_mapping_is_not_mistaken_for_json() -> None:
+    assert parse_mapping("{nodes: [], note: yes}", "f") == {"nodes": [], "note": True}
+
+
+def test_empty_text_is_an_empty_mapping() -> None:
+    assert parse_mapping("", "f") == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "wording"),
+    [("{nodes: [", "f: not valid YAML"), ("- a\n- b\n", "f: must be a YAML mapping, not list")],
+)
+def test_bad_text_is_reported_with_its_source(text: str, wording: str) -> None:
+    with pytest.raises(ConfigError, match=wording):
+        parse_mapping(text, "f")
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"fake cluster file .*missing\.json"):
+        read_mapping(tmp_path / "missing.json", "fake cluster file")
+
+
+def test_a_fake_cluster_file_may_be_json(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(CLUSTER))
+    cluster = load_fake_cluster(path, NVIDIA)
+    node = cluster.get_node("n1")
+    assert node is not None and "GPU-1" in node.annotations[NVIDIA.register_annotation]
+    assert cluster.get_node("cpu-only") is not None
+
+
+def test_a_scenario_may_be_json() -> None:
+    data = yaml.safe_load(default_scenario_text())
+    assert parse_scenario(json.dumps(data)) == parse_scenario(default_scenario_text())

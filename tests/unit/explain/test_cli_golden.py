@@ -1,0 +1,113 @@
+"""`vgpu explain` offline (`--fake-cluster`, `-f`): the whole human report, compared with
+golden files for a saturated cluster, a quota-blocked pod, a type mismatch and a pod that fits."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vgpu.app.cli import main
+
+CASES = Path(__file__).parent / "cases"
+
+
+def explain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["explain", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("pod", "cluster", "golden", "status"),
+    [
+        ("saturated-pod", "saturated-cluster", "saturated", 1),
+        ("quota-pod", "quota-cluster", "quota", 1),
+        ("type-pod", "type-cluster", "type", 1),
+        ("quota-pod", "type-cluster", "fits", 0),
+    ],
+)
+def test_the_report_matches_its_golden_file(
+    capsys: pytest.CaptureFixture[str], pod: str, cluster: str, golden: str, status: int
+) -> None:
+    code, out, err = explain(
+        capsys, "-f", str(CASES / f"{pod}.yaml"), "--fake-cluster", str(CASES / f"{cluster}.yaml")
+    )
+    assert (code, err) == (status, "")
+    assert out == (CASES / f"{golden}.golden").read_text()
+
+
+def test_json_carries_every_node_the_groups_and_the_suggestions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = explain(
+        capsys,
+        "-f",
+        str(CASES / "saturated-pod.yaml"),
+        "--fake-cluster",
+        str(CASES / "saturated-cluster.yaml"),
+        "--json",
+    )
+    report = json.loads(out)
+    assert code == 1 and report["fits"] is False and report["placement"] is None
+    assert [n["node"] for n in report["nodes"]] == ["cpu-1", "gpu-1", "gpu-2", "gpu-3"]
+    assert {g["reason"]: g["count"] for g in report["groups"]} == {
+        "CardInsufficientMemory": 2,
+        "CardTimeSlicingExhausted": 1,
+        "NodeUnregistered": 1,
+    }
+    changes = {s["change"]: s for s in report["suggestions"]}
+    assert changes["memory"]["value"] == 10068 and changes["memory"]["node"] == "gpu-2"
+    assert changes["wait"]["value"] == ["ml/small-1"]
+
+
+def test_a_pod_named_in_the_cluster_file_is_explained(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = explain(
+        capsys, "ml/train-2", "--fake-cluster", str(CASES / "saturated-cluster.yaml")
+    )
+    # It holds its own grant: explaining it must not count that grant against it.
+    assert code == 0
+    assert out.startswith("pod ml/train-2: fits on 1/4 nodes; the scheduler would choose gpu-1")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give a pod name or -f FILE"),
+        (("ml/nowhere",), "pod ml/nowhere not found"),
+        (("-n", "ml", "nowhere"), "pod ml/nowhere not found"),
+        (("-f", str(CASES / "missing.yaml")), "cannot read pod manifest"),
+    ],
+)
+def test_what_cannot_be_read_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, out, err = explain(capsys, *args, "--fake-cluster", str(CASES / "type-cluster.yaml"))
+    assert (code, out) == (2, "")
+    assert message in err
+
+
+def test_a_pod_without_gpus_has_nothing_to_explain(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("metadata: {name: web}\nspec: {containers: [{name: nginx}]}\n")
+    code, _, err = explain(
+        capsys, "-f", str(plain), "--fake-cluster", str(CASES / "type-cluster.yaml")
+    )
+    assert code == 2 and "asks for no nvidia.com/gpu" in err
+
+
+def test_a_bad_gpu_quantity_names_the_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "metadata: {name: bad}\n"
+        "spec: {containers: [{name: main, resources: {limits: {nvidia.com/gpumem: lots}}}]}\n"
+    )
+    code, _, err = explain(
+        capsys, "-f", str(bad), "--fake-cluster", str(CASES / "type-cluster.yaml")
+    )
+    assert code == 2 and "nvidia.com/gpumem" in err and "lots" in err
