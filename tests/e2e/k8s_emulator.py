@@ -70,6 +70,9 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     _held: bool = attrs.field(default=False, init=False)
     _delays: list[tuple[str, str, float]] = attrs.field(factory=list, init=False)
     _undelayed: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    # None keeps every request (`list(emulator)`); a number keeps only that many recent ones.
+    # kmock matches each request against the whole log, so long runs (soaks) set a bound.
+    request_log_limit: int | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -114,6 +117,9 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
 
     # request handling ---------------------------------------------------------------------
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        limit = self.request_log_limit
+        if limit is not None and len(self._requests) > 2 * limit:
+            del self._requests[:-limit]
         response = await self._handle_now(request)
         method, path = str(request.method.value).upper(), request.url.path
         for wanted, part, seconds in list(self._delays):
