@@ -5,8 +5,10 @@ cards, score, ties by name; for a pod that fits nowhere, every node's rejection)
 the candidates from the best possible score down, skips nodes the summary rules out, runs the
 exact `fit_pod` only on the rest and stops once no node left can beat the best fit found.
 
-A rejection is remembered per node and pod shape until that node changes, so the common case
-of a full cluster (kube-scheduler retrying a pod that fits nowhere) costs a lookup per node.
+A node's answer (its fit or its rejection) is remembered per pod shape until that node changes:
+a full cluster (kube-scheduler retrying a pod that fits nowhere) then costs a lookup per node,
+and so does a run of similar pods over many equally good nodes (spread over identical nodes,
+where no bound can stop the walk early), since each placement changes one node only.
 """
 
 import math
@@ -33,7 +35,7 @@ class LedgerIndex:
     def __init__(self) -> None:
         self._summaries: dict[str, NodeSummary] = {}
         self._order = FullnessOrder()
-        self._rejected: dict[str, dict[int, NodeRejection]] = {}
+        self._answers: dict[str, dict[int, NodeFit | NodeRejection]] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
 
@@ -48,12 +50,12 @@ class LedgerIndex:
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness)
-        self._rejected.pop(node, None)
+        self._answers.pop(node, None)
 
     def drop(self, node: str) -> None:
         self._summaries.pop(node, None)
         self._order.remove(node)
-        self._rejected.pop(node, None)
+        self._answers.pop(node, None)
 
     def decide(
         self,
@@ -111,13 +113,13 @@ class LedgerIndex:
         budget: Budget,
         shape: int,
     ) -> NodeFit | NodeRejection:
-        remembered = self._rejected.get(node)
+        remembered = self._answers.get(node)
         if remembered is not None and shape in remembered:
             return remembered[shape]
         result = fit_pod(plan, view(node), budget)
-        if isinstance(result, NodeRejection) and node in self._summaries:
+        if node in self._summaries:
             if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
-                remembered = self._rejected[node] = {}
+                remembered = self._answers[node] = {}
             remembered[shape] = result
         return result
 
@@ -136,7 +138,7 @@ class LedgerIndex:
         if shape is None:
             if len(self._shapes) >= _SHAPES_KEPT:
                 self._shapes.clear()
-                self._rejected.clear()
+                self._answers.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape
