@@ -25,6 +25,7 @@ from vgpu.app.device_plugin.config import load_config as load_plugin_config
 from vgpu.app.scheduler.config import SchedulerConfig, load_config
 from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.preempt import Preempter
 
 VARIANTS = {
     "default": ((), ()),
@@ -53,8 +54,11 @@ def routes(app: str) -> set[str]:
     """Paths the `extender` or `webhook` listener serves."""
     w = world()
     metrics = SchedulerMetrics(w.state, w.config.vendor(), lambda: True)
-    built = extender_app(w.service, metrics) if app == "extender" else webhook_app(
-        w.service, metrics, str
+    preempter = Preempter(w.state, w.config.scheduling(), w.cluster.list_pods)
+    built = (
+        extender_app(w.service, metrics, preempter=preempter)
+        if app == "extender"
+        else webhook_app(w.service, metrics, str)
     )
     return {getattr(r, "path", "") for r in built.routes}
 
@@ -134,8 +138,10 @@ def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serv
         assert kube["kind"] == "KubeSchedulerConfiguration"
         assert [p["schedulerName"] for p in kube["profiles"]] == [settings.scheduler_name]
         [extender] = kube["extenders"]
-        verbs = {extender[k] for k in ("filterVerb", "prioritizeVerb", "bindVerb") if k in extender}
-        assert verbs == ({"filter", "bind", "prioritize"} if combine else {"filter", "bind"})
+        keys = ("filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb")
+        verbs = {extender[k] for k in keys if k in extender}
+        single = {"filter", "bind", "preempt"}
+        assert verbs == (single | {"prioritize"} if combine else single)
         assert {f"/{v}" for v in verbs} <= routes("extender")
         assert settings.combine_scores is combine
         vendor = settings.vendor()
