@@ -63,6 +63,17 @@ def cluster_file(directory: Path, nodes: int, pods_per_node: int) -> Path:
     return path
 
 
+def resident_mib(pid: int) -> float:
+    """The process's resident memory (Linux /proc), in MiB; nan elsewhere."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return float("nan")
+    rss = [line for line in status.splitlines() if line.startswith("VmRSS")]
+    kib = int(rss[0].split()[1]) if rss else 0
+    return kib / 1024
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -121,6 +132,7 @@ def measure(
     started_at = time.perf_counter()
     process = start(cluster_file(directory, nodes, pods_per_node), free_port(), extender_port)
     ready_s = time.perf_counter() - started_at
+    rss_mib = resident_mib(process.pid)
     names = [f"node-{n:04d}" for n in range(nodes)]
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{extender_port}", timeout=30) as client:
@@ -165,6 +177,7 @@ def measure(
         process.wait(15)
     return {
         "ready_s": ready_s,
+        "rss_mib": rss_mib,
         "median_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[max(0, round(len(latencies) * 0.99) - 1)] * 1000,
         "throughput": throughput,
@@ -184,7 +197,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"filter over HTTP, {CARDS} cards per node, all nodes sent as NodeNames")
     print(
-        f"{'nodes':>6} {'pods':>6} {'ready s':>8} {'median ms':>10} {'p99 ms':>8} "
+        f"{'nodes':>6} {'pods':>6} {'ready s':>8} {'RSS MiB':>8} {'median ms':>10} {'p99 ms':>8} "
         f"{'filters/s':>10} {'filter+bind pods/s':>19}   ({args.threads} clients)"
     )
     with tempfile.TemporaryDirectory() as directory:
@@ -194,7 +207,8 @@ def main() -> None:
                 raise SystemExit(f"{nodes} nodes have too few slices for {args.requests} pods")
             r = measure(nodes, args.pods_per_node, args.requests, args.threads, Path(directory))
             print(
-                f"{nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['median_ms']:>10.2f} "
+                f"{nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['rss_mib']:>8.0f} "
+                f"{r['median_ms']:>10.2f} "
                 f"{r['p99_ms']:>8.2f} {r['throughput']:>10.0f} {r['bound_per_s']:>19.0f}"
             )
 
