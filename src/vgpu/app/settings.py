@@ -8,6 +8,7 @@ one is reported with its field, its value and its source:
 `field listen_port: Input should be a valid integer ... (got 'abc') [from VGPU_LISTEN_PORT]`.
 """
 
+import json
 import logging
 import re
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from vgpu.app.errors import ConfigError, Location, explain
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "VGPU_"
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _LISTS = (list, tuple, set, frozenset)
 _RESOURCE_NAME = re.compile(
     r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -89,16 +91,32 @@ def read_text(path: Path, what: str) -> str:
 
 
 def parse_yaml_mapping(text: str, source: str) -> dict[str, Any]:
-    """YAML (or JSON) text holding a mapping, empty text as `{}`; ConfigError names `source`."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    """YAML or JSON text holding a mapping, empty text as `{}`; ConfigError names `source`.
+
+    JSON text (it starts with `{`) goes to the standard JSON parser and the rest to libyaml's C
+    loader when PyYAML has it: a 1000-node fake cluster loads in well under a second instead of
+    minutes with the pure-Python loader. The results are the same (JSON is YAML)."""
+    data = _json(text)
+    if data is None:
+        try:
+            data = yaml.load(text, Loader=_SafeLoader)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: must be a YAML mapping, not {type(data).__name__}")
     return data
+
+
+def _json(text: str) -> Any:
+    """The JSON value, or None when the text is not JSON (YAML then decides)."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:  # a YAML flow mapping, or broken: YAML's error is the one to show
+        return None
 
 
 def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:

@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError, explain
-from vgpu.app.mapping_file import read_mapping
 from vgpu.app.scheduler.trust import grant_claim
+from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -93,7 +93,7 @@ def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
     what = "fake cluster file"
     try:
-        spec = FakeClusterFile.model_validate(read_mapping(path, what))
+        spec = FakeClusterFile.model_validate(read_yaml_mapping(path, what))
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:

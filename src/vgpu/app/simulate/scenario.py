@@ -22,8 +22,7 @@ from pydantic import (
 )
 
 from vgpu.app.errors import ConfigError, problems
-from vgpu.app.mapping_file import parse_mapping
-from vgpu.app.settings import read_text
+from vgpu.app.settings import parse_yaml_mapping, read_text
 from vgpu.domain.quantity import memory_mib
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -318,7 +317,7 @@ def _union_branch(part: str) -> bool:
 def parse_scenario(text: str, source: str = "scenario") -> Scenario:
     """Validate YAML or JSON text; ScenarioError says what is wrong, field by field."""
     try:
-        data = parse_mapping(text, source)
+        data = parse_yaml_mapping(text, source)
     except ConfigError as exc:
         raise ScenarioError(str(exc)) from None
     try:

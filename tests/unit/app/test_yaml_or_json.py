@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from vgpu.app.errors import ConfigError
-from vgpu.app.mapping_file import parse_mapping, read_mapping
 from vgpu.app.scheduler.fake_mode import load_fake_cluster
+from vgpu.app.settings import parse_yaml_mapping, read_yaml_mapping
 from vgpu.app.simulate.scenario import default_scenario_text, parse_scenario
 from vgpu.domain import NVIDIA
 
@@ -21,17 +21,17 @@ CLUSTER = {
 
 
 def test_json_and_yaml_of_the_same_data_read_alike() -> None:
-    as_json = parse_mapping(json.dumps(CLUSTER), "f")
-    as_yaml = parse_mapping(yaml.safe_dump(CLUSTER), "f")
+    as_json = parse_yaml_mapping(json.dumps(CLUSTER), "f")
+    as_yaml = parse_yaml_mapping(yaml.safe_dump(CLUSTER), "f")
     assert as_json == as_yaml == CLUSTER
 
 
 def test_a_yaml_flow_mapping_is_not_mistaken_for_json() -> None:
-    assert parse_mapping("{nodes: [], note: yes}", "f") == {"nodes": [], "note": True}
+    assert parse_yaml_mapping("{nodes: [], note: yes}", "f") == {"nodes": [], "note": True}
 
 
 def test_empty_text_is_an_empty_mapping() -> None:
-    assert parse_mapping("", "f") == {}
+    assert parse_yaml_mapping("", "f") == {}
 
 
 @pytest.mark.parametrize(
@@ -40,12 +40,12 @@ def test_empty_text_is_an_empty_mapping() -> None:
 )
 def test_bad_text_is_reported_with_its_source(text: str, wording: str) -> None:
     with pytest.raises(ConfigError, match=wording):
-        parse_mapping(text, "f")
+        parse_yaml_mapping(text, "f")
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"fake cluster file .*missing\.json"):
-        read_mapping(tmp_path / "missing.json", "fake cluster file")
+        read_yaml_mapping(tmp_path / "missing.json", "fake cluster file")
 
 
 def test_a_fake_cluster_file_may_be_json(tmp_path: Path) -> None:
