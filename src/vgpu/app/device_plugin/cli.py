@@ -12,6 +12,7 @@ from typing import Any
 
 from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
+from vgpu.app.node_agent import add_node_agent_flags
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 from vgpu.ports.kubelet import KubeletError
@@ -39,21 +40,10 @@ def register(subparsers: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_node_agent_flags(
+        parser, "take the GPUs from this YAML file instead of NVML (development and tests)"
+    )
     add = parser.add_argument
-    add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
-    add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
-    add(
-        "--kubeconfig",
-        type=Path,
-        metavar="FILE",
-        help="kubeconfig for the API server (default: in-cluster, else ~/.kube/config)",
-    )
-    add(
-        "--fake-gpus",
-        type=Path,
-        metavar="FILE",
-        help="take the GPUs from this YAML file instead of NVML (development and tests)",
-    )
     add(
         "--plugin-dir",
         type=Path,

@@ -15,6 +15,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vgpu.app.errors import ConfigError
+from vgpu.app.node_agent import NodeAgentSettings
 from vgpu.app.settings import ResourceName, VendorWord, load_settings
 
 __all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "Signing", "load_config"]
@@ -51,12 +52,9 @@ class Signing(BaseModel):
         return self
 
 
-class DevicePluginConfig(BaseModel):
+class DevicePluginConfig(NodeAgentSettings):
     """Everything `vgpu device-plugin` can be told. Durations are in seconds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    node_name: str = Field("", description="the Kubernetes node this plugin runs on")
     resource_name: ResourceName = "nvidia.com/gpu"
     vendor_word: VendorWord = "NVIDIA"
     split_count: int = Field(10, ge=1, le=1000)
@@ -79,8 +77,6 @@ class DevicePluginConfig(BaseModel):
     register_retry: float = Field(5.0, gt=0)
     kubelet_poll: float = Field(1.0, gt=0)
     lock_dir: str = "/tmp/vgpulock"
-    kubeconfig: Path | None = None
-    fake_gpus: Path | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     signing: Signing = Field(default_factory=Signing)
     settle: float = Field(2.0, ge=0, le=30)
@@ -91,14 +87,6 @@ class DevicePluginConfig(BaseModel):
         if value and ("/" in value or value in (".", "..")):
             raise ValueError("must be a socket file name inside plugin_dir, without '/'")
         return value
-
-    @model_validator(mode="after")
-    def _has_node(self) -> Self:
-        if not self.node_name:
-            raise ValueError(
-                "node_name is required: pass --node-name, or set NODE_NAME or VGPU_NODE_NAME"
-            )
-        return self
 
     @property
     def socket_name(self) -> str:

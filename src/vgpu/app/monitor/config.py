@@ -7,30 +7,26 @@ command-line flags. The loading itself is `vgpu.app.settings`.
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from vgpu.app.errors import ConfigError
+from vgpu.app.node_agent import NodeAgentSettings
 from vgpu.app.settings import load_settings
 
 __all__ = ["ConfigError", "MonitorConfig", "load_config"]
 
 
-class MonitorConfig(BaseModel):
+class MonitorConfig(NodeAgentSettings):
     """Everything `vgpu monitor` can be told. Durations are in seconds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    node_name: str = Field("", description="the Kubernetes node this monitor runs on")
     host_dir: Path = Path("/usr/local/vgpu/containers")
     metrics_listen: str = ":9394"
     legacy_metrics: bool = False
     priority_feedback: bool = True
     interval: float = Field(5.0, gt=0)
     cleanup_grace: float = Field(300.0, ge=0)
-    kubeconfig: Path | None = None
-    fake_gpus: Path | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @field_validator("metrics_listen")
@@ -42,14 +38,6 @@ class MonitorConfig(BaseModel):
         if host.startswith("[") != host.endswith("]"):
             raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:9394")
         return value
-
-    @model_validator(mode="after")
-    def _has_node(self) -> Self:
-        if not self.node_name:
-            raise ValueError(
-                "node_name is required: pass --node-name, or set NODE_NAME or VGPU_NODE_NAME"
-            )
-        return self
 
     @property
     def listen_host(self) -> str:

@@ -1,0 +1,40 @@
+"""What the per-node processes (`vgpu device-plugin`, `vgpu monitor`) share: the flags that say
+which node they serve and how they reach the API and the GPUs, and the settings behind them."""
+
+import argparse
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -> None:
+    """`--node-name`, `--config`, `--kubeconfig` and `--fake-gpus`."""
+    add = parser.add_argument
+    add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
+    add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
+    add(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig for the API server (default: in-cluster, else ~/.kube/config)",
+    )
+    add("--fake-gpus", type=Path, metavar="FILE", help=fake_gpus_help)
+
+
+class NodeAgentSettings(BaseModel):
+    """The settings every per-node process has; the node name is required."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_name: str = Field("", description="the Kubernetes node this process runs on")
+    kubeconfig: Path | None = None
+    fake_gpus: Path | None = None
+
+    @model_validator(mode="after")
+    def _has_node(self) -> Self:
+        if not self.node_name:
+            raise ValueError(
+                "node_name is required: pass --node-name, or set NODE_NAME or VGPU_NODE_NAME"
+            )
+        return self
