@@ -15,6 +15,8 @@ from vgpu.domain.topology import PairScores, choose_cards
 
 IDLE = Usage()
 NO_SCORES: PairScores = MappingProxyType({})
+DEFAULT_POLICIES = PodPolicies()
+ANY_CARD = CardSelector()
 Candidate = tuple[float, Device, int]  # (rank: higher is taken first, card, memory it would take)
 
 
@@ -108,8 +110,8 @@ def node_score(
 def card_order(
     request: ContainerRequest,
     node: NodeView,
-    policies: PodPolicies = PodPolicies(),
-    selector: CardSelector = CardSelector(),
+    policies: PodPolicies = DEFAULT_POLICIES,
+    selector: CardSelector = ANY_CARD,
 ) -> tuple[str, ...]:
     """The cards that can take one slice of `request`, in the order the fit takes them.
 

@@ -111,7 +111,9 @@ def weighted_fullness(
     memory: int,
 ) -> float:
     """`card_score` from plain integers (the fit's hot path)."""
-    return weights.weigh(_ratio(slices, count), _ratio(used_cores, cores), _ratio(used_memory, memory))
+    return weights.weigh(
+        _ratio(slices, count), _ratio(used_cores, cores), _ratio(used_memory, memory)
+    )
 
 
 def preference(policy: Policy, full: float) -> float:
