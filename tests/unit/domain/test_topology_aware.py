@@ -96,7 +96,7 @@ def test_a_node_without_scores_places_like_spread() -> None:
 
 
 def test_too_few_fitting_cards_counts_the_ones_that_fit() -> None:
-    devices = (card("GPU-0", 0),) + tuple(card(f"GPU-{i}", i, healthy=False) for i in (1, 2, 3))
+    devices = (card("GPU-0", 0), *(card(f"GPU-{i}", i, healthy=False) for i in (1, 2, 3)))
     node = NodeView("n", devices, {}, pair_scores=symmetric({}, 4))
     plan = plan_pod(pod(container(gpu=2), annotations=TOPOLOGY), SchedulingConfig())
     assert plan is not None
