@@ -58,6 +58,7 @@ def pod_policies(annotations: Mapping[str, str], defaults: PodPolicies) -> PodPo
         node = parse_policy(raw, NODE_POLICY_ANNOTATION)
     gpu, numa, idle_only = defaults.gpu, defaults.numa, defaults.idle_only
     topology = defaults.topology
+    ordered = False
     for word in (w.strip().lower() for w in annotations.get(GPU_POLICY_ANNOTATION, "").split(",")):
         if word == "numa":
             numa = True
@@ -66,7 +67,9 @@ def pod_policies(annotations: Mapping[str, str], defaults: PodPolicies) -> PodPo
         elif word == TOPOLOGY_AWARE:
             topology = True
         elif word:
-            gpu = parse_policy(word, GPU_POLICY_ANNOTATION)
+            gpu, ordered = parse_policy(word, GPU_POLICY_ANNOTATION), True
+    if topology and not ordered and GPU_POLICY_ANNOTATION in annotations:
+        gpu = Policy.SPREAD  # HAMi orders a pod's `topology-aware` candidates like spread
     try:
         weights = weights_from_annotations(annotations)
     except CodecError as exc:

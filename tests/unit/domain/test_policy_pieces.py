@@ -59,3 +59,11 @@ def test_docstring_examples_hold(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_topology_aware_alone_orders_like_spread_whatever_the_default() -> None:
+    binpack = PodPolicies(gpu=Policy.BINPACK)
+    alone = pod_policies({"hami.io/gpu-scheduler-policy": "topology-aware"}, binpack)
+    assert (alone.gpu, alone.topology) == (Policy.SPREAD, True)
+    both = pod_policies({"hami.io/gpu-scheduler-policy": "topology-aware,binpack"}, binpack)
+    assert (both.gpu, both.topology) == (Policy.BINPACK, True)
