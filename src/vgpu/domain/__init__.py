@@ -42,21 +42,25 @@ from vgpu.domain.errors import (
     PolicyError,
     RequestError,
 )
-from vgpu.domain.fit import NodeView, PodPlan
+from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, node_score
 from vgpu.domain.grant import DeviceGrant, PodGrants
 from vgpu.domain.ledger import Ledger
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Container, Pod, pod_from_manifest
-from vgpu.domain.policy import PodPolicies, Policy
+from vgpu.domain.policy import PodPolicies, Policy, card_score, pod_policies
 from vgpu.domain.quota import Budget, QuotaBook, QuotaLimits, limits_from_hard
 from vgpu.domain.reasons import NodeRejection, Reason
 from vgpu.domain.request import ContainerRequest, RequestDefaults, parse_request
+from vgpu.domain.scoring_weights import DEFAULT_WEIGHTS, ScoringWeights, parse_scoring_weights
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, SigningError
+from vgpu.domain.topology import SCORE_ANNOTATION, choose_cards, decode_pair_scores
 from vgpu.domain.vendor import NVIDIA, Vendor
 
 __all__ = [
+    "DEFAULT_WEIGHTS",
     "GRANT_SIGNATURE_ANNOTATION",
     "NVIDIA",
+    "SCORE_ANNOTATION",
     "AdmissionConfig",
     "AdmissionDecision",
     "AllocationConfig",
@@ -93,19 +97,28 @@ __all__ = [
     "RequestDefaults",
     "RequestError",
     "SchedulingConfig",
+    "ScoringWeights",
     "SigningError",
     "Usage",
     "Vendor",
     "admit",
     "allocate_container",
+    "card_order",
+    "card_score",
+    "choose_cards",
     "decide",
     "decode_node_devices",
+    "decode_pair_scores",
     "decode_pod_grants",
     "encode_node_devices",
     "encode_pod_grants",
+    "fit_pod",
     "limits_from_hard",
     "node_from_manifest",
+    "node_score",
     "parse_request",
+    "parse_scoring_weights",
     "plan_pod",
     "pod_from_manifest",
+    "pod_policies",
 ]

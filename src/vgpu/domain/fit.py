@@ -1,27 +1,36 @@
 """Can a pod be placed on one node, and on which cards? Every rejection says why."""
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, pod_footprint
-from vgpu.domain.policy import PodPolicies, Policy, fullness_of
+from vgpu.domain.policy import PodPolicies, Policy, fullness_of, preference, weighted_fullness
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, summarize_cards
 from vgpu.domain.request import ContainerRequest
 from vgpu.domain.selectors import CardSelector
+from vgpu.domain.topology import PairScores, choose_cards
 
 IDLE = Usage()
+NO_SCORES: PairScores = MappingProxyType({})
+DEFAULT_POLICIES = PodPolicies()
+ANY_CARD = CardSelector()
+Candidate = tuple[float, Device, int]  # (rank: higher is taken first, card, memory it would take)
 
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    """One node's cards and what is in use on each (uuid -> usage), as the ledger sees them."""
+    """One node's cards and what is in use on each (uuid -> usage), as the ledger sees them,
+    with the NVLink/PCIe pair scores its device plugin published (`hami.io/node-nvidia-score`,
+    decoded once per node change; empty when it published none)."""
 
     name: str
     devices: tuple[Device, ...]
     usage: Mapping[str, Usage]
     cordoned: frozenset[str] = frozenset()
+    pair_scores: PairScores = field(default_factory=lambda: NO_SCORES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +78,7 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
         result = _fit_container(plan, request, node, taken, budget, spent)
         if isinstance(result, NodeRejection):
             name = plan.containers[position]
-            return NodeRejection(
-                node.name, result.reason, f"container {name}: {result.message}", result.cards
-            )
+            return replace(result, message=f"container {name}: {result.message}")
         grants.append(result)
         if not is_init:
             for grant in result:
@@ -81,6 +88,49 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
     return NodeFit(
         node.name, pod_grants, _fullness_after(node, pod_footprint(pod_grants, plan.init_count))
     )
+
+
+def node_score(
+    node: NodeView, policy: Policy = Policy.BINPACK, grants: PodGrants = (), init_count: int = 0
+) -> float:
+    """The node's score under `policy` (higher is better, 0.0 .. 3.0), as it is or once these
+    grants are placed: what `decide` ranks nodes by.
+
+    >>> card = Device("GPU-a", 0, "NVIDIA A100", count=2, memory=40000, cores=100)
+    >>> node = NodeView("n", (card,), {})
+    >>> grant = ((DeviceGrant("GPU-a", "NVIDIA", 20000, 50),),)
+    >>> node_score(node), node_score(node, Policy.BINPACK, grant)
+    (0.0, 1.5)
+    >>> node_score(node, Policy.SPREAD, grant)
+    1.5
+    """
+    return preference(policy, _fullness_after(node, pod_footprint(grants, init_count)))
+
+
+def card_order(
+    request: ContainerRequest,
+    node: NodeView,
+    policies: PodPolicies = DEFAULT_POLICIES,
+    selector: CardSelector = ANY_CARD,
+) -> tuple[str, ...]:
+    """The cards that can take one slice of `request`, in the order the fit takes them.
+
+    `binpack` puts the card that would be fullest first, `spread` the emptiest, both scored
+    with the policies' weights; `topology-aware` puts the cards it would choose by their pair
+    scores first, then the rest.
+
+    >>> cards = tuple(Device(f"GPU-{i}", i, "NVIDIA A100", 4, 40000) for i in range(3))
+    >>> node = NodeView("n", cards, {"GPU-1": Usage(1, 20000, 0)})
+    >>> card_order(ContainerRequest(count=1, memory=1000), node, PodPolicies(gpu=Policy.BINPACK))
+    ('GPU-1', 'GPU-0', 'GPU-2')
+    """
+    plan = PodPlan("", "", ("probe",), (request,), 0, selector, policies)
+    candidates, _ = _candidates(plan, request, node, {})
+    order = tuple(device.uuid for _, device, _ in candidates)
+    if not policies.topology or len(order) < request.count:
+        return order
+    chosen = choose_cards(order, request.count, node.pair_scores) or ()
+    return chosen + tuple(uuid for uuid in order if uuid not in chosen)
 
 
 def _fullness_after(node: NodeView, footprint: Mapping[str, Usage]) -> float:
@@ -112,9 +162,26 @@ def _fit_container(
             Reason.NOT_ENOUGH_CARDS,
             f"wants {request.count} cards, node has {len(node.devices)}",
         )
+    candidates, rejected = _candidates(plan, request, node, taken)
+    chosen, over_quota = _choose(candidates, request, budget, spent, plan, node.pair_scores)
+    if chosen is not None:
+        return chosen
+    rejected.extend(over_quota)
+    message = _shortage(node, request, len(candidates) - len(over_quota), rejected)
+    if over_quota:
+        message = replace(message, message=f"{message.message}; {budget.describe()}")
+    return message
+
+
+def _candidates(
+    plan: PodPlan, request: ContainerRequest, node: NodeView, taken: Mapping[str, Usage]
+) -> tuple[list[Candidate], list[CardRejection]]:
+    """The cards that pass every per-card rule, best first under the GPU policy, and the
+    rejections of the others."""
     rejected: list[CardRejection] = []
-    candidates: list[tuple[float, Device, int]] = []  # (rank, card, memory it would take)
+    candidates: list[Candidate] = []
     binpack = plan.policies.gpu is Policy.BINPACK
+    weights = plan.policies.weights
     picky = plan.selector.picks_cards
     cores = request.cores
     for device in node.devices:
@@ -126,7 +193,8 @@ def _fit_container(
         if refusal is not None:
             rejected.append(refusal)
             continue
-        full = fullness_of(
+        full = weighted_fullness(
+            weights,
             used.slices + 1,
             device.count,
             used.cores + cores,
@@ -136,30 +204,27 @@ def _fit_container(
         )
         candidates.append((full if binpack else -full, device, memory))
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
-    chosen, over_quota = _choose(candidates, request, budget, spent, plan)
-    if chosen is not None:
-        return chosen
-    rejected.extend(over_quota)
-    message = _shortage(node.name, request, len(candidates) - len(over_quota), rejected)
-    if over_quota:
-        message = replace(message, message=f"{message.message}; {budget.describe()}")
-    return message
+    return candidates, rejected
 
 
 def _choose(
-    candidates: Sequence[tuple[float, Device, int]],
+    candidates: Sequence[Candidate],
     request: ContainerRequest,
     budget: Budget,
     spent: Usage,
     plan: PodPlan,
+    scores: PairScores,
 ) -> tuple[ContainerGrant | None, list[CardRejection]]:
-    """Take the best `request.count` cards within quota (on one NUMA node when asked)."""
+    """Take the best `request.count` cards within quota (on one NUMA node when asked);
+    under `topology-aware`, the group's cards with the best links (contracts.md 13.3)."""
     numa_bound = plan.selector.numa_bind or plan.policies.numa
-    groups: dict[int, list[tuple[float, Device, int]]] = {}
+    groups: dict[int, list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(candidate[1].numa if numa_bound else 0, []).append(candidate)
     over_quota: list[CardRejection] = []
     for group in groups.values():
+        if plan.policies.topology:
+            group = _linked_best(group, request.count, scores)
         picked: list[DeviceGrant] = []
         charge = spent
         for _, device, memory in group:
@@ -214,21 +279,37 @@ def _refuse(
     return CardRejection(device.uuid, reason, need, max(free, 0))
 
 
+def _linked_best(group: list[Candidate], count: int, scores: PairScores) -> list[Candidate]:
+    """The `count` cards of `group` that `topology.choose_cards` picks, in the group's order;
+    none when the group has too few."""
+    chosen = choose_cards([device.uuid for _, device, _ in group], count, scores)
+    if chosen is None:
+        return []
+    picked = set(chosen)
+    return [candidate for candidate in group if candidate[1].uuid in picked]
+
+
 def _shortage(
-    node: str, request: ContainerRequest, usable: int, rejected: list[CardRejection]
+    node: NodeView, request: ContainerRequest, usable: int, rejected: list[CardRejection]
 ) -> NodeRejection:
     wanted = f"wants {request.count} x ({request.describe_memory()}, {request.cores}% cores)"
+    considered = len(node.devices)
     if usable >= request.count:  # enough cards fit, but not on one NUMA node
         return NodeRejection(
-            node,
+            node.name,
             Reason.NUMA,
             f"{wanted}: {usable} cards fit but no NUMA node has {request.count}",
             tuple(rejected),
+            considered,
         )
-    reason = _commonest(rejected) if rejected else Reason.NOT_ENOUGH_CARDS
-    fits = f"{usable} of {usable + len(rejected)} cards fit; " if usable else ""
+    reason = _commonest(rejected) if rejected else Reason.TOO_FEW_LEFT
+    fits = f"{usable} of {considered} cards fit; " if usable else ""
     return NodeRejection(
-        node, reason, f"{wanted}: {fits}" + summarize_cards(rejected), tuple(rejected)
+        node.name,
+        reason,
+        f"{wanted}: {fits}" + summarize_cards(rejected),
+        tuple(rejected),
+        considered,
     )
 
 

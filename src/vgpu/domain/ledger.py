@@ -11,11 +11,12 @@ from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.decision import Decision
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import LedgerError
-from vgpu.domain.fit import NodeView, PodPlan
+from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, pod_footprint
 from vgpu.domain.ledger_index import LedgerIndex
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
+from vgpu.domain.topology import PairScores
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
 
 IDLE = Usage()
@@ -37,17 +38,24 @@ class Ledger:
     def __init__(self) -> None:
         self._devices: dict[str, tuple[Device, ...]] = {}
         self._cordoned: dict[str, frozenset[str]] = {}
+        self._pair_scores: dict[str, PairScores] = {}
         self._usage: dict[str, dict[str, Usage]] = {}
         self._pods: dict[str, PodAllocation] = {}
         self._index = LedgerIndex()
 
     # nodes -----------------------------------------------------------------------------------
     def set_node(
-        self, node: str, devices: Iterable[Device], cordoned: frozenset[str] = frozenset()
+        self,
+        node: str,
+        devices: Iterable[Device],
+        cordoned: frozenset[str] = frozenset(),
+        pair_scores: PairScores | None = None,
     ) -> None:
-        """Replace a node's card list (a card may vanish or turn unhealthy); usage is kept."""
+        """Replace a node's card list (a card may vanish or turn unhealthy) and its published
+        pair scores (`topology-aware`); usage is kept."""
         self._devices[node] = tuple(devices)
         self._cordoned[node] = cordoned
+        self._pair_scores[node] = NO_SCORES if pair_scores is None else pair_scores
         self._usage.setdefault(node, {})
         self._refresh(node)
 
@@ -55,6 +63,7 @@ class Ledger:
         """Forget a node's cards; its pods' usage stays until they are released."""
         self._devices.pop(node, None)
         self._cordoned.pop(node, None)
+        self._pair_scores.pop(node, None)
         self._index.drop(node)
 
     def nodes(self) -> list[str]:
@@ -72,7 +81,11 @@ class Ledger:
             usage = dict(usage)
             _subtract(usage, own.footprint)
         return NodeView(
-            node, self._devices.get(node, ()), usage, self._cordoned.get(node, frozenset())
+            node,
+            self._devices.get(node, ()),
+            usage,
+            self._cordoned.get(node, frozenset()),
+            self._pair_scores.get(node, NO_SCORES),
         )
 
     def decide(

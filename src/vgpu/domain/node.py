@@ -7,6 +7,7 @@ from typing import Any
 from vgpu.domain.codec import decode_node_devices
 from vgpu.domain.device import Device
 from vgpu.domain.selectors import parse_uuid_list
+from vgpu.domain.topology import SCORE_ANNOTATION, decode_pair_scores
 from vgpu.domain.vendor import Vendor
 
 
@@ -21,6 +22,12 @@ class ClusterNode:
         """The cards the device plugin registered; CodecError if the annotation is malformed."""
         text = self.annotations.get(vendor.register_annotation)
         return [] if text is None else decode_node_devices(text, vendor.register_annotation)
+
+    def pair_scores(self) -> dict[str, dict[str, int]]:
+        """The NVLink/PCIe pair scores in `hami.io/node-nvidia-score` (empty without it);
+        CodecError if malformed, which, as in HAMi, makes the node's GPUs unusable."""
+        text = self.annotations.get(SCORE_ANNOTATION)
+        return {} if text is None else decode_pair_scores(text)
 
     def cordoned(self, vendor: Vendor) -> frozenset[str]:
         return parse_uuid_list(self.annotations.get(vendor.cordon_annotation, ""))

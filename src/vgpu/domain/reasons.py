@@ -22,6 +22,7 @@ class Reason(StrEnum):
     MODE = "ModeNotFit"
     QUOTA = "ResourceQuotaNotFit"
     NOT_ENOUGH_CARDS = "NodeInsufficientDevice"
+    TOO_FEW_LEFT = "AllocatedCardsInsufficientRequest"
     NODE_UNREGISTERED = "NodeUnregistered"
     POLICY = "InvalidPolicy"
 
@@ -40,6 +41,7 @@ _PHRASES = {
     Reason.MODE: "mode mismatch",
     Reason.QUOTA: "over namespace quota",
     Reason.NOT_ENOUGH_CARDS: "not enough cards",
+    Reason.TOO_FEW_LEFT: "too few cards left",
     Reason.NODE_UNREGISTERED: "node has not registered GPUs",
     Reason.POLICY: "invalid scheduling policy",
 }
@@ -57,20 +59,32 @@ class CardRejection:
 
 @dataclass(frozen=True, slots=True)
 class NodeRejection:
-    """Why a whole node cannot take the pod: a summary line and the per-card rejections."""
+    """Why a whole node cannot take the pod: a summary line and the per-card rejections.
+
+    `considered` is how many cards were looked at; those not in `cards` passed every per-card
+    rule but were too few (on one NUMA node, when `reason` is NumaNotFit).
+    """
 
     node: str
     reason: Reason
     message: str
     cards: tuple[CardRejection, ...] = ()
+    considered: int = 0
 
     @property
     def hami_reason(self) -> str:
-        """HAMi's wire form: `2/4 CardInsufficientMemory, 1/4 CardTypeMismatch`."""
-        if not self.cards:
+        """HAMi's wire form: each reason with its count over all cards considered, sorted.
+
+        >>> quota = CardRejection("GPU-b", Reason.QUOTA)
+        >>> NodeRejection("n", Reason.QUOTA, "", (quota,) * 3, considered=4).hami_reason
+        '1/4 AllocatedCardsInsufficientRequest, 3/4 ResourceQuotaNotFit'
+        """
+        total = max(self.considered, len(self.cards))
+        if not total:
             return self.reason.value
         counts = Counter(c.reason for c in self.cards)
-        total = len(self.cards)
+        if fitting := total - len(self.cards):
+            counts[Reason.NUMA if self.reason is Reason.NUMA else Reason.TOO_FEW_LEFT] += fitting
         return ", ".join(f"{n}/{total} {r.value}" for r, n in sorted(counts.items()))
 
 

@@ -24,6 +24,7 @@ from vgpu.domain import (
     PodPlan,
     PodPolicies,
     Policy,
+    ScoringWeights,
     decide,
 )
 from vgpu.domain.quota import UNLIMITED
@@ -71,13 +72,35 @@ selectors = st.builds(
     numa_bind=st.booleans(),
     modes=st.sampled_from(((), ("hami-core",), ("mig",))),
 )
+weights = st.one_of(
+    st.just(ScoringWeights()),
+    st.builds(ScoringWeights, st.integers(0, 3), st.integers(0, 3), st.integers(1, 3)),
+)
 policies = st.builds(
     PodPolicies,
     node=st.sampled_from(Policy),
     gpu=st.sampled_from(Policy),
     numa=st.booleans(),
     idle_only=st.integers(0, 5).map(lambda n: n == 0),
+    topology=st.booleans(),
+    weights=weights,
 )
+
+
+@st.composite
+def pair_scores(draw: Any, node: str) -> dict[str, dict[str, int]]:
+    """Symmetric scores over the node's possible cards (sometimes none published)."""
+    scores: dict[str, dict[str, int]] = {}
+    if draw(st.integers(0, 3)) == 0:
+        return scores
+    for a in range(4):
+        for b in range(a + 1, 4):
+            score = draw(st.sampled_from((10, 20, 50, 450, 1250)))
+            scores.setdefault(f"GPU-{node}-{a}", {})[f"GPU-{node}-{b}"] = score
+            scores.setdefault(f"GPU-{node}-{b}", {})[f"GPU-{node}-{a}"] = score
+    return scores
+
+
 budgets = st.one_of(
     st.just(UNLIMITED),
     st.builds(
@@ -126,7 +149,7 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
     ledger = Ledger()
     cordon = st.frozensets(st.sampled_from([f"GPU-n{n}-{i}" for n in range(5) for i in range(4)]))
     for node in NODES[: data.draw(st.integers(1, 5))]:
-        ledger.set_node(node, data.draw(cards(node)))
+        ledger.set_node(node, data.draw(cards(node)), pair_scores=data.draw(pair_scores(node)))
     for step in range(data.draw(st.integers(5, 25))):
         action = data.draw(
             st.sampled_from(("pod", "pod", "pod", "release", "node", "remove", "overcommit"))
@@ -141,7 +164,9 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
             ledger.grant(f"default/seen{step}", node, ((grant,),), strict=False)
         elif action == "node":
             node = data.draw(st.sampled_from(NODES))
-            ledger.set_node(node, data.draw(cards(node)), data.draw(cordon))
+            ledger.set_node(
+                node, data.draw(cards(node)), data.draw(cordon), data.draw(pair_scores(node))
+            )
         elif action == "remove":
             ledger.remove_node(data.draw(st.sampled_from(NODES)))
         elif action == "release" and ledger.pods():

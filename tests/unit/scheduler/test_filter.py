@@ -238,3 +238,13 @@ def test_pods_seen_through_events_count_against_the_cards() -> None:
     w.add_pod(signed(running))
     w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
     assert w.pod_annotations("p")["hami.io/vgpu-devices-allocated"].startswith(A40_UUIDS[1])
+
+
+def test_a_refusal_counts_hamis_tokens_over_all_the_nodes_cards() -> None:
+    w = world(a40_node("node1"))
+    w.filter(manifest("a", gpu=1, gpumem=40000), "node1")
+    refused = w.filter(manifest("b", gpu=2, gpumem=10000), "node1")
+    assert refused.node_names is None
+    message = refused.failed["node1"]
+    assert message.endswith("[1/2 AllocatedCardsInsufficientRequest, 1/2 CardInsufficientMemory]")
+    assert message.index("insufficient memory") < message.index("[")

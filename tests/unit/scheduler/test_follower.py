@@ -7,6 +7,7 @@ import pytest
 from tests.unit.scheduler.builders import A40_UUIDS, a40_node, manifest, signed, world
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.domain import NVIDIA, ClusterNode, Usage, pod_from_manifest
+from vgpu.domain.topology import SCORE_ANNOTATION, encode_pair_scores
 from vgpu.ports.cluster import Quota
 
 
@@ -134,3 +135,19 @@ def test_a_broken_register_annotation_never_crashes_the_follower() -> None:
     for text in ["", "nonsense", "[1,2]", '[{"id":"x","devmem":-5}]', "a,b:c"]:
         w.cluster.put_node(ClusterNode("n", {NVIDIA.register_annotation: text}))
     assert w.state.node_problem("n") is not None
+
+
+def test_a_nodes_pair_scores_reach_the_ledger_and_a_malformed_one_is_a_node_problem() -> None:
+    scores = {A40_UUIDS[0]: {A40_UUIDS[1]: 450}, A40_UUIDS[1]: {A40_UUIDS[0]: 450}}
+    node = a40_node("node1")
+    w = world()
+    w.cluster.put_node(
+        ClusterNode("node1", {**node.annotations, SCORE_ANNOTATION: encode_pair_scores(scores)})
+    )
+    assert w.state.ledger.view("node1").pair_scores == scores
+    w.cluster.put_node(ClusterNode("node1", {**node.annotations, SCORE_ANNOTATION: "[1]"}))
+    problem = w.state.node_problem("node1")
+    assert problem is not None and SCORE_ANNOTATION in problem
+    w.cluster.put_node(node)
+    assert w.state.node_problem("node1") is None
+    assert w.state.ledger.view("node1").pair_scores == {}

@@ -162,11 +162,12 @@ def views_from_objects(
         try:
             devices = node.devices(ctx.vendor)
             cordoned = node.cordoned(ctx.vendor)
+            scores = node.pair_scores()
         except DomainError as exc:
             broken[node.name] = NodeRejection(node.name, Reason.NODE_UNREGISTERED, str(exc))
             continue
         usage = ctx.state.usage_view(node.name).usage
-        views.append(NodeView(node.name, tuple(devices), usage, cordoned))
+        views.append(NodeView(node.name, tuple(devices), usage, cordoned, scores))
     return views, broken, by_name
 
 

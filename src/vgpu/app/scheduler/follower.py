@@ -98,6 +98,7 @@ class ClusterFollower:
         try:
             devices = node.devices(self._vendor)
             cordoned = node.cordoned(self._vendor)
+            scores = node.pair_scores()
         except DomainError as exc:
             problem = f"node {node.name} is not usable: {exc}"
             if state.node_problem(node.name) != problem:
@@ -108,7 +109,7 @@ class ClusterFollower:
             if state.node_problem(node.name) is not None:
                 log.info("node %s: register annotation readable again", node.name)
             state.clear_node_problem(node.name)
-            state.ledger.set_node(node.name, devices, cordoned)
+            state.ledger.set_node(node.name, devices, cordoned, scores)
 
     # pods ------------------------------------------------------------------------------------
     def _pod(self, action: Action, pod: Pod) -> None:
