@@ -90,7 +90,7 @@ def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
     objects = render("hami-values")
     settings = scheduler_settings(objects, tmp_path)
     assert settings.scheduler_name == "hami-scheduler"
-    assert (settings.node_policy.value, settings.gpu_policy.value) == ("spread", "binpack")
+    assert (settings.node_policy.value, settings.gpu_policy) == ("spread", "binpack")
     assert settings.gpu_core_policy == "force"
     assert settings.lock_expiry == 120
     assert settings.legacy_metrics is True

@@ -17,7 +17,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_follow_hami() -> None:
     config = load_config()
     assert config.scheduler_name == "vgpu-scheduler"
-    assert config.node_policy is Policy.BINPACK and config.gpu_policy is Policy.SPREAD
+    assert config.node_policy is Policy.BINPACK and config.gpu_policy == "spread"
     assert config.vendor().count_resource == "nvidia.com/gpu"
     assert (config.listen_address, config.listen_port) == ("127.0.0.1", 8080)
     assert config.admission().gpu_core_policy == ""
@@ -46,7 +46,7 @@ leader_election:
     assert config.scheduler_name == "hami-scheduler"
     assert config.listen_port == 9200
     assert config.leader_election.enabled and config.leader_election.namespace == "gpu-system"
-    assert config.gpu_policy is Policy.BINPACK
+    assert config.scheduling().policies.gpu is Policy.BINPACK
     assert config.vendor().memory_resource == "example.com/vmem"
     assert config.scheduling().vendor.memory_resource == "example.com/vmem"
 
@@ -173,3 +173,13 @@ def test_api_calls_time_out_before_the_renew_deadline_when_electing() -> None:
         None, {"VGPU_LEADER_ELECTION__ENABLED": "true", "VGPU_LEADER_ELECTION__RENEW_DEADLINE": "8"}
     )
     assert electing.api_timeout() == 4.0
+
+
+def test_the_cluster_default_gpu_policy_may_be_topology_aware_with_numa() -> None:
+    policies = SchedulerConfig(gpu_policy="topology-aware,numa").scheduling().policies
+    assert policies.topology and policies.numa
+
+
+def test_an_unknown_default_gpu_policy_names_the_field_and_value() -> None:
+    with pytest.raises(ConfigError, match=r"gpu_policy.*best-fit"):
+        load_config(None, {"VGPU_GPU_POLICY": "best-fit"})

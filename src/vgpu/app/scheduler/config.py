@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.scheduler.certs import WebhookCertsConfig
@@ -20,10 +20,13 @@ from vgpu.domain import (
     AdmissionConfig,
     PodPolicies,
     Policy,
+    PolicyError,
     RequestDefaults,
     SchedulingConfig,
     Vendor,
+    pod_policies,
 )
+from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 
 __all__ = [
     "ConfigError",
@@ -153,7 +156,9 @@ class SchedulerConfig(_Model):
     resources: ResourceNames = Field(default_factory=ResourceNames)
     defaults: Defaults = Field(default_factory=Defaults)
     node_policy: Policy = Policy.BINPACK
-    gpu_policy: Policy = Policy.SPREAD
+    # HAMi's --gpu-scheduler-policy: binpack, spread or topology-aware, optionally with numa or
+    # mutex as in the pod annotation (e.g. "binpack,numa"); a pod's annotation overrides it
+    gpu_policy: str = "spread"
     gpu_core_policy: Literal["default", "force", "disable"] = "default"
     overwrite_env: bool = False
     runtime_class: str = ""
@@ -184,6 +189,15 @@ class SchedulerConfig(_Model):
             return self.api_request_timeout
         return min(self.api_request_timeout, self.leader_election.renew_deadline / 2)
 
+    @field_validator("gpu_policy")
+    @classmethod
+    def _known_gpu_policy(cls, value: str) -> str:
+        try:
+            default_policies(Policy.BINPACK, value)
+        except PolicyError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:
         if (self.tls_cert is None) != (self.tls_key is None):
@@ -212,7 +226,7 @@ class SchedulerConfig(_Model):
                 cores=d.cores,
                 memory_factor=d.memory_factor,
             ),
-            policies=PodPolicies(node=self.node_policy, gpu=self.gpu_policy),
+            policies=default_policies(self.node_policy, self.gpu_policy),
         )
 
     def admission(self) -> AdmissionConfig:
@@ -224,6 +238,11 @@ class SchedulerConfig(_Model):
             runtime_class=self.runtime_class,
             force_overwrite_default_scheduler=self.force_overwrite_default_scheduler,
         )
+
+
+def default_policies(node: Policy, gpu: str) -> PodPolicies:
+    """The cluster-wide policies: `gpu` read as the GPU-policy annotation would be."""
+    return pod_policies({GPU_POLICY_ANNOTATION: gpu}, PodPolicies(node=node))
 
 
 def load_config(
