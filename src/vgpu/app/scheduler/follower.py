@@ -93,6 +93,8 @@ class ClusterFollower:
         if action is Action.DELETED or self._vendor.register_annotation not in node.annotations:
             with state.locked():
                 state.clear_node_problem(node.name)
+                if action is Action.DELETED:
+                    state.restore_reported(node.name)
                 state.ledger.remove_node(node.name)
             return
         try:
@@ -108,7 +110,8 @@ class ClusterFollower:
             if state.node_problem(node.name) is not None:
                 log.info("node %s: register annotation readable again", node.name)
             state.clear_node_problem(node.name)
-            state.ledger.set_node(node.name, devices, cordoned)
+            if state.unreported(node.name) is None:  # else the handshake brings it back
+                state.ledger.set_node(node.name, devices, cordoned)
 
     # pods ------------------------------------------------------------------------------------
     def _pod(self, action: Action, pod: Pod) -> None:

@@ -62,6 +62,7 @@ class SchedulerState:
         self.ledger = Ledger()
         self.quota = QuotaBook()
         self._problems: dict[str, str] = {}
+        self._unreported: dict[str, str] = {}  # node -> why the handshake dropped its cards
         self._reservations: dict[str, Reservation] = {}
         self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
@@ -93,6 +94,23 @@ class SchedulerState:
     def clear_node_problem(self, node: str) -> None:
         with self._lock:
             self._problems.pop(node, None)
+
+    def unreported(self, node: str) -> str | None:
+        """Why the node handshake dropped the node's cards, or None while it reports."""
+        with self._lock:
+            return self._unreported.get(node)
+
+    def drop_unreported(self, node: str, problem: str) -> None:
+        """The node's device plugin stopped reporting: its cards leave the ledger (its pods'
+        usage stays) and filter replies name `problem` until `restore_reported`."""
+        with self._lock:
+            self._unreported[node] = problem
+            self.ledger.remove_node(node)
+
+    def restore_reported(self, node: str) -> bool:
+        """The node reports again; True when it had been dropped (re-read its cards then)."""
+        with self._lock:
+            return self._unreported.pop(node, None) is not None
 
     def views(
         self, names: Iterable[str], exclude_pod: str | None = None
@@ -128,7 +146,7 @@ class SchedulerState:
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
-            problem = self._problems.get(name)
+            problem = self._problems.get(name) or self._unreported.get(name)
             if problem is None:
                 candidates.append(name)
             else:
