@@ -189,7 +189,7 @@ def test_v2_10_offers_a_node_with_no_gpus_counted_again_for_60_s_as_hami_does() 
 
 
 def test_pods_on_a_dropped_node_still_count_when_it_comes_back() -> None:
-    w, handshake, clock = setup(HamiVersion.V2_10)
+    w, handshake, _clock = setup(HamiVersion.V2_10)
     w.filter(manifest("big", gpu=4, gpumem=24000), "n1")
     handshake.pass_now()
     set_allocatable(w, 0)
@@ -202,7 +202,7 @@ def test_pods_on_a_dropped_node_still_count_when_it_comes_back() -> None:
 
 
 def test_a_deleted_node_is_forgotten_and_a_new_one_of_that_name_starts_clean() -> None:
-    w, handshake, clock = setup(HamiVersion.V2_10)
+    w, handshake, _clock = setup(HamiVersion.V2_10)
     handshake.pass_now()
     set_allocatable(w, 0)
     handshake.pass_now()
@@ -214,7 +214,7 @@ def test_a_deleted_node_is_forgotten_and_a_new_one_of_that_name_starts_clean() -
 
 
 def test_an_unreadable_allocatable_counts_as_none() -> None:
-    w, handshake, clock = setup(HamiVersion.V2_8)
+    w, handshake, _clock = setup(HamiVersion.V2_8)
     handshake.pass_now()
     current = w.cluster.get_node("n1")
     assert current is not None

@@ -25,6 +25,7 @@ from vgpu.domain import (
     decode_pod_grants,
     limits_from_hard,
 )
+from vgpu.domain.initrelease import hold_after_init
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,20 @@ class ClusterFollower:
         except DomainError as exc:
             self._ignore(pod, str(exc))
             return
+        after_init = hold_after_init(grants, pod.init_progress)
         with state.locked():
+            before = state.ledger.allocation(pod.key)
             problems = state.hold(
-                pod.key, pod.namespace, claim.node, grants, pod.init_count, strict=False
+                pod.key,
+                pod.namespace,
+                claim.node,
+                grants,
+                pod.init_count,
+                strict=False,
+                footprint=after_init,
             )
+            if after_init is not None and before is not None and before.footprint != after_init:
+                log.info("pod %s: init containers done, it now holds %s", pod.key, after_init)
             if pod.node_name:
                 state.bound(pod.key)
             else:

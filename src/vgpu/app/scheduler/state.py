@@ -9,7 +9,7 @@ really got bound with those annotations is counted again.
 """
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -195,13 +195,18 @@ class SchedulerState:
         init_count: int,
         *,
         strict: bool,
+        footprint: Mapping[str, Usage] | None = None,
     ) -> list[str]:
         """Count a pod's grants in the ledger and its namespace's quota; returns problems.
 
         With `strict`, LedgerError is raised (and nothing changes) if a card would overflow.
+        `footprint` overrides the pod's hold on its cards (see `Ledger.grant`); the quota
+        charge stays that of its grants.
         """
         with self._lock:
-            problems = self.ledger.grant(pod, node, grants, init_count, strict=strict)
+            problems = self.ledger.grant(
+                pod, node, grants, init_count, strict=strict, footprint=footprint
+            )
             self.quota.charge(pod, namespace, grants, init_count)
             return problems
 
