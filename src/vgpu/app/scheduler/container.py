@@ -77,6 +77,22 @@ def build_trust(config: SchedulerConfig, keys: GrantKeys | None) -> GrantTrust:
     return GrantTrust(config.vendor(), config.scheduler_name, None if keys is None else keys.ring)
 
 
+def build_handshake(
+    config: SchedulerConfig,
+    fake_cluster_file: Path | None,
+    backend: ClusterBackend,
+    state: SchedulerState,
+    follower: ClusterFollower,
+    is_leader: Callable[[], bool],
+) -> NodeHandshake | None:
+    """HAMi's node health pass; none in fake mode, where no kubelet counts a node's GPUs."""
+    if fake_cluster_file is not None:
+        return None
+    return NodeHandshake(
+        backend.port, state, follower, config.vendor(), config.hami_version, _local_now, is_leader
+    )
+
+
 def _local_now() -> datetime:
     """The scheduler's local time, the zone HAMi writes and reads handshake stamps in."""
     return datetime.now().astimezone()
@@ -203,14 +219,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     leader_check = providers.Callable(_leader_check, backend)
     revoker = providers.Singleton(build_revoker, config, backend, leader_check)
     handshake = providers.Singleton(
-        NodeHandshake,
-        cluster=backend.provided.port,
-        state=state,
-        follower=follower,
-        vendor=vendor,
-        version=config.provided.hami_version,
-        clock=providers.Object(_local_now),
-        is_leader=leader_check,
+        build_handshake, config, fake_cluster_file, backend, state, follower, leader_check
     )
     runtime = providers.Singleton(
         SchedulerRuntime,
