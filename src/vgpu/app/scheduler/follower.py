@@ -88,6 +88,14 @@ class ClusterFollower:
             len(self._state.ledger.pods()),
         )
 
+    def reload_node(self, cluster: ClusterPort, name: str) -> None:
+        """Read one node again into the state (the handshake bringing back a node it dropped);
+        events wait meanwhile, so an older copy never overwrites a newer event's."""
+        with self._serial:
+            node = cluster.get_node(name)
+            if node is not None:
+                self._apply(ClusterEvent(Kind.NODE, Action.MODIFIED, node))
+
     # nodes -----------------------------------------------------------------------------------
     def _node(self, action: Action, node: ClusterNode) -> None:
         state = self._state

@@ -16,7 +16,7 @@ from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import ClusterNode, Vendor
 from vgpu.domain.handshake import HANDSHAKE_ANNOTATION, HamiVersion, NodeMemory, check_node
-from vgpu.ports.cluster import Action, ClusterError, ClusterEvent, ClusterPort, Kind
+from vgpu.ports.cluster import ClusterError, ClusterPort
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class NodeHandshake:
             self._drop(node, value, allocatable)
         elif verdict.refresh and self._state.restore_reported(node.name):
             log.info("node %s: its device plugin reports again; its GPUs are back", node.name)
-            self._follower.handle(ClusterEvent(Kind.NODE, Action.MODIFIED, node))
+            self._follower.reload_node(self._cluster, node.name)
 
     def _drop(self, node: ClusterNode, value: str | None, allocatable: int) -> None:
         problem = (
