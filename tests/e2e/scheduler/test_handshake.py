@@ -47,12 +47,14 @@ def test_a_node_whose_plugin_left_is_refused_with_a_reason_until_it_is_back(
     k8s_api: RunningApiServer, launch: Launch, tmp_path: Path
 ) -> None:
     add_node(k8s_api)
-    scheduler = start(launch, k8s_api, tmp_path, handshake_period="0.2", hami_version="v2.8")
+    scheduler = start(launch, k8s_api, tmp_path, handshake_period="0.2", hami_version="v2.9")
     pod = create_pod(k8s_api, scheduler, "p", gpu=1, gpumem=1000)
 
     def placed() -> Any:
         return scheduler.filter(pod, ["node1"])
 
+    # the stamp shows a pass has seen the node's GPUs counted
+    assert wait_until(lambda: HANDSHAKE in node_annotations(k8s_api))
     assert placed()["NodeNames"] == ["node1"]
     set_allocatable(k8s_api, 0)  # kubelet lost the device plugin
     assert wait_until(lambda: placed()["NodeNames"] is None)
