@@ -91,6 +91,14 @@ def _union(a: Mapping[str, Usage], b: Mapping[str, Usage]) -> dict[str, Usage]:
     return merged
 
 
+def hold_after_init(grants: PodGrants, progress: InitProgress) -> dict[str, Usage] | None:
+    """The pod's smaller hold once it has init containers and they have all finished; None
+    while they run (or when it has none): then `pod_footprint` is what it holds."""
+    if progress.count == 0 or not progress.finished:
+        return None
+    return pod_hold(grants, progress)
+
+
 def released_by_init(grants: PodGrants, progress: InitProgress) -> dict[str, Usage]:
     """What finishing the init containers frees on each card (cards with nothing freed are left
     out): the ledger subtracts this once the pod's `init_progress` turns finished."""

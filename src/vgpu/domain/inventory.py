@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from vgpu.domain.device import HAMI_CORE_MODE, MIG_MODE, Device
+from vgpu.domain.mig import MigProfile
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,23 +44,35 @@ class SharingConfig:
             raise ValueError(f"core_scaling={self.core_scaling} must be positive")
 
 
-def register_device(gpu: GpuInfo, sharing: SharingConfig, healthy: bool = True) -> Device:
+def register_device(
+    gpu: GpuInfo,
+    sharing: SharingConfig,
+    healthy: bool = True,
+    mig_profiles: tuple[MigProfile, ...] = (),
+) -> Device:
     """The card as `hami.io/node-nvidia-register` lists it.
 
-    The type gets HAMi's `NVIDIA-` prefix unless the name already starts with `NVIDIA`; MIG
-    cards are neither memory- nor core-scaled.
+    The type gets HAMi's `NVIDIA-` prefix unless the name already starts with `NVIDIA`. A card
+    in MIG mode is neither memory- nor core-scaled, publishes its `mig_profiles`, and its count
+    is the most instances any one of them fits (HAMi v2.10, contracts.md 12.3).
     """
     name = gpu.name if gpu.name.upper().startswith("NVIDIA") else f"NVIDIA-{gpu.name}"
-    memory = gpu.memory_mib if gpu.mig_enabled else int(gpu.memory_mib * sharing.memory_scaling)
-    cores = 100 if gpu.mig_enabled else int(100 * sharing.core_scaling)
+    if gpu.mig_enabled:
+        memory, cores = gpu.memory_mib, 100
+        count = max((p.instances for p in mig_profiles), default=sharing.split_count)
+    else:
+        memory = int(gpu.memory_mib * sharing.memory_scaling)
+        cores = int(100 * sharing.core_scaling)
+        count, mig_profiles = sharing.split_count, ()
     return Device(
         uuid=gpu.uuid,
         index=gpu.index,
         type=name,
-        count=sharing.split_count,
+        count=count,
         memory=memory,
         cores=cores,
         numa=max(gpu.numa, 0),
         healthy=healthy,
         mode=MIG_MODE if gpu.mig_enabled else HAMI_CORE_MODE,
+        mig_profiles=mig_profiles,
     )

@@ -4,7 +4,7 @@ The scheduler owns one Ledger, feeds it node and pod events, and asks it for dec
 (`Ledger.decide`, indexed) or for `NodeView`s to hand to `decide`.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from vgpu.domain.codec import decode_pod_grants
@@ -13,6 +13,7 @@ from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, pod_footprint
+from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.ledger_index import LedgerIndex
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
@@ -101,16 +102,30 @@ class Ledger:
 
     # pods ------------------------------------------------------------------------------------
     def grant(
-        self, pod: str, node: str, grants: PodGrants, init_count: int = 0, *, strict: bool = True
+        self,
+        pod: str,
+        node: str,
+        grants: PodGrants,
+        init_count: int = 0,
+        *,
+        strict: bool = True,
+        footprint: Mapping[str, Usage] | None = None,
     ) -> list[str]:
         """Record a pod's grants; returns problems worth logging (unknown node or card).
 
         With `strict`, a grant that would take a card past its capacity raises LedgerError and
-        changes nothing. Granting the same pod again replaces its earlier grant.
+        changes nothing. Granting the same pod again replaces its earlier grant. `footprint`
+        overrides what the pod holds per card (`pod_footprint` by default), e.g. the smaller
+        hold once its init containers have finished (`vgpu.domain.initrelease.pod_hold`).
         """
-        footprint = pod_footprint(grants, init_count)
+        footprint = dict(footprint) if footprint is not None else pod_footprint(grants, init_count)
         previous = self._pods.get(pod)
-        if previous is not None and previous.node == node and previous.grants == grants:
+        if (
+            previous is not None
+            and previous.node == node
+            and previous.grants == grants
+            and previous.footprint == footprint
+        ):
             return []
         node_usage = dict(self._usage.get(node, {}))
         if previous is not None and previous.node == node:
@@ -154,7 +169,8 @@ class Ledger:
         if not node or text is None:
             return []
         grants = decode_pod_grants(text, vendor.allocated_annotation)
-        return self.grant(pod.key, node, grants, pod.init_count, strict=False)
+        after_init = hold_after_init(grants, pod.init_progress)
+        return self.grant(pod.key, node, grants, pod.init_count, strict=False, footprint=after_init)
 
     def _refresh(self, node: str) -> None:
         devices = self._devices.get(node)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vgpu.domain.errors import DomainError
+from vgpu.domain.initrelease import InitProgress, init_progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,13 @@ class Pod:
     labels: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
     priority: int = 0  # spec.priority, as the API server resolved it from the PriorityClass
+    init_status: InitProgress | None = None  # from status.initContainerStatuses, when read
+
+    @property
+    def init_progress(self) -> InitProgress:
+        """Which init containers are sidecars and whether the others have all succeeded (not
+        yet, when the statuses were never read)."""
+        return self.init_status or InitProgress(self.init_count)
 
     @property
     def key(self) -> str:
@@ -73,6 +81,7 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         labels={str(k): str(v) for k, v in _mapping(meta.get("labels") or None, "labels").items()},
         resource_version=str(meta.get("resourceVersion") or ""),
         priority=_priority(spec.get("priority")),
+        init_status=init_progress(manifest),
     )
 
 

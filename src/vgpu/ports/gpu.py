@@ -1,7 +1,7 @@
 """The node's GPUs as the device plugin needs them."""
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from vgpu.domain.inventory import GpuInfo, HealthEvent
 from vgpu.domain.mig import MigInstance, MigPlacement, MigProfile
@@ -50,6 +50,7 @@ class MigError(RuntimeError):
     """A MIG instance cannot be made or removed; the message names the GPU, profile and why."""
 
 
+@runtime_checkable
 class MigPort(Protocol):
     """MIG instances on the node's GPUs (contracts.md 12.6): what the device plugin creates on
     Allocate and destroys when the pod goes."""

@@ -143,7 +143,9 @@ class FaultCluster:
             for i in range(cards)
         ]
         annotations = {NVIDIA.register_annotation: json.dumps(register)}
-        self.api.create(NODES, node_manifest(name, annotations=annotations))
+        # what kubelet reports with the device plugin running: the handshake keeps such a node
+        allocatable = {NVIDIA.count_resource: str(cards * split)}
+        self.api.create(NODES, node_manifest(name, annotations=annotations, allocatable=allocatable))
         self.nodes.append(name)
 
     def replica(

@@ -7,7 +7,16 @@ import pytest
 from vgpu.domain.device import Usage
 from vgpu.domain.errors import DomainError
 from vgpu.domain.grant import DeviceGrant, pod_footprint
-from vgpu.domain.initrelease import InitProgress, init_progress, pod_hold, released_by_init
+from vgpu.domain.initrelease import (
+    InitProgress,
+    hold_after_init,
+    init_progress,
+    pod_hold,
+    released_by_init,
+)
+from vgpu.domain.ledger import Ledger
+from vgpu.domain.pod import Container, Pod, pod_from_manifest
+from vgpu.domain.vendor import NVIDIA
 
 
 def _g(uuid: str, memory: int, cores: int = 0) -> DeviceGrant:
@@ -92,3 +101,34 @@ def test_a_pod_without_init_containers_has_finished_them() -> None:
 def test_a_malformed_status_is_refused_with_its_place() -> None:
     with pytest.raises(DomainError, match=r"status\.initContainerStatuses must be a list"):
         init_progress({"spec": {}, "status": {"initContainerStatuses": {"x": 1}}})
+
+
+def test_the_hold_after_init_is_none_until_the_init_containers_finish() -> None:
+    assert hold_after_init(GRANTS, InitProgress(1, False)) is None
+    assert hold_after_init(GRANTS[1:], InitProgress(0, True)) is None  # no init containers
+    assert hold_after_init(GRANTS, InitProgress(1, True)) == {"GPU-a": Usage(2, 3000, 10)}
+
+
+def test_a_pod_read_from_its_manifest_knows_its_init_progress() -> None:
+    manifest = _manifest([{"name": "fetch"}], [_done("fetch")])
+    manifest["metadata"] = {"name": "p"}
+    assert pod_from_manifest(manifest).init_progress == InitProgress(1, True)
+
+
+def test_a_pod_built_without_statuses_has_not_finished_its_init_containers() -> None:
+    pod = Pod("ns", "p", containers=(Container("init", is_init=True), Container("main")))
+    assert pod.init_progress == InitProgress(1, False)
+
+
+def test_the_ledger_holds_less_for_a_pod_read_after_its_init_containers() -> None:
+    manifest = _manifest([{"name": "fetch"}], [_done("fetch")])
+    manifest["metadata"] = {
+        "name": "p",
+        "annotations": {
+            "hami.io/vgpu-node": "n1",
+            "hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,8000,50:;GPU-a,NVIDIA,2000,10:;",
+        },
+    }
+    ledger = Ledger()
+    ledger.record_pod(pod_from_manifest(manifest), NVIDIA)
+    assert ledger.usage("n1", "GPU-a") == Usage(1, 2000, 10)

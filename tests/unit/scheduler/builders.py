@@ -106,6 +106,7 @@ class World:
     revoker: Revoker
     leader: list[bool]
     key_store: FakeGrantKeys
+    follower: ClusterFollower
 
     def add_pod(self, body: dict[str, Any]) -> None:
         self.cluster.put_pod(pod_from_manifest(body))
@@ -161,7 +162,9 @@ def world(
     fake.subscribe(follower.handle)
     runtime.sync_now()
     service = SchedulerService(fake, state, config, trust, revoker, runtime.is_leader, clock)
-    return World(fake, state, service, runtime, clock, config, revoker, leading, key_store)
+    return World(
+        fake, state, service, runtime, clock, config, revoker, leading, key_store, follower
+    )
 
 
 class _Leadership:

@@ -142,3 +142,30 @@ def test_without_self_managed_certificates_the_cluster_is_not_read_for_tls() -> 
     container = SchedulerContainer(config=SchedulerConfig())
     container.backend.override(providers.Callable(pytest.fail, "the backend was built"))
     assert container.webhook_tls() is None
+
+
+def test_the_node_handshake_follows_the_configured_hami_version(tmp_path: Path) -> None:
+    fake = FakeCluster()
+    fake.put_node(a40_node("node1"))
+    container = SchedulerContainer(config=SchedulerConfig(hami_version="v2.8"))
+    container.backend.override(providers.Object(ClusterBackend(fake, FakeGrantKeys(KEYS))))
+    handshake = container.handshake()
+    assert handshake is not None
+    handshake.pass_now()
+    node = fake.get_node("node1")
+    assert node is not None and "hami.io/node-handshake" not in node.annotations  # v2.8: no stamp
+    container = SchedulerContainer(config=SchedulerConfig())
+    container.backend.override(providers.Object(ClusterBackend(fake, FakeGrantKeys(KEYS))))
+    handshake = container.handshake()
+    assert handshake is not None
+    handshake.pass_now()
+    node = fake.get_node("node1")
+    assert node is not None and node.annotations["hami.io/node-handshake"].startswith("Requesting_")
+    path = tmp_path / "cluster.yaml"
+    path.write_text("nodes: []")
+    assert SchedulerContainer(config=SchedulerConfig(), fake_cluster_file=path).handshake() is None
+
+
+def test_an_unknown_hami_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="hami_version"):
+        SchedulerConfig(hami_version="v3.0")

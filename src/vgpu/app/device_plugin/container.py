@@ -23,9 +23,11 @@ from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
 from vgpu.domain.allocation import AllocationConfig
+from vgpu.domain.inventory import GpuInfo
+from vgpu.domain.mig import MigProfile
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
-from vgpu.ports.gpu import GpuPort
+from vgpu.ports.gpu import GpuPort, GpuUnavailable, MigError, MigPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.kubelet import PluginOptions
 
@@ -122,7 +124,29 @@ def discover(port: GpuPort, settings: NodeSettings, numa_topology: bool) -> GpuS
             kept.append(gpu)
         else:
             log.info("GPU %d %s: filtered out by the node config", gpu.index, gpu.uuid)
-    return GpuState(kept, settings.sharing, numa_topology)
+    return GpuState(kept, settings.sharing, numa_topology, _mig_profiles(port, kept))
+
+
+def _mig_profiles(port: GpuPort, gpus: list[GpuInfo]) -> dict[str, tuple[MigProfile, ...]]:
+    """The instance profiles of the kept GPUs in MIG mode; one without any is not registered
+    (logged), as HAMi leaves it out of the annotation."""
+    in_mig = [gpu for gpu in gpus if gpu.mig_enabled]
+    if not in_mig:
+        return {}
+    profiles: dict[str, tuple[MigProfile, ...]] = {}
+    if isinstance(port, MigPort):
+        try:
+            profiles = port.mig_profiles()
+        except (MigError, GpuUnavailable) as exc:
+            log.error("MIG profiles not readable: %s", exc)
+    for gpu in in_mig:
+        found = profiles.get(gpu.uuid, ())
+        if found:
+            names = ", ".join(p.name for p in found)
+            log.info("GPU %d %s: MIG profiles %s", gpu.index, gpu.uuid, names)
+        else:
+            log.warning("GPU %d %s: MIG on, no profile known: not registered", gpu.index, gpu.uuid)
+    return profiles
 
 
 def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> AllocationConfig:

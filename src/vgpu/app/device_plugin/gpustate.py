@@ -2,10 +2,11 @@
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from vgpu.domain.device import Device
 from vgpu.domain.inventory import GpuInfo, HealthEvent, SharingConfig, register_device
+from vgpu.domain.mig import MigProfile
 from vgpu.ports.kubelet import PluginDevice
 
 log = logging.getLogger(__name__)
@@ -19,9 +20,14 @@ class GpuState:
     """
 
     def __init__(
-        self, gpus: Sequence[GpuInfo], sharing: SharingConfig, numa_topology: bool = False
+        self,
+        gpus: Sequence[GpuInfo],
+        sharing: SharingConfig,
+        numa_topology: bool = False,
+        mig_profiles: Mapping[str, tuple[MigProfile, ...]] | None = None,
     ) -> None:
         self._gpus = {gpu.uuid: gpu for gpu in sorted(gpus, key=lambda g: g.index)}
+        self._mig_profiles = dict(mig_profiles or {})  # by uuid, for the GPUs in MIG mode
         self._sharing = sharing
         self._numa = numa_topology
         self._healthy = dict.fromkeys(self._gpus, True)
@@ -58,18 +64,25 @@ class GpuState:
             ]
 
     def registered_devices(self) -> list[Device]:
-        """The cards as `hami.io/node-nvidia-register` lists them (scaling applied)."""
+        """The cards as `hami.io/node-nvidia-register` lists them (scaling applied). A GPU in
+        MIG mode with no profile known is left out, as HAMi leaves it out: nothing could be
+        placed on it."""
         with self._changed:
             return [
-                register_device(gpu, self._sharing, self._healthy[uuid])
+                self._register(uuid, gpu)
                 for uuid, gpu in self._gpus.items()
+                if not gpu.mig_enabled or self._mig_profiles.get(uuid)
             ]
 
     def card(self, uuid: str) -> Device | None:
         """The registered view of one card, or None when this node does not have it."""
         with self._changed:
             gpu = self._gpus.get(uuid)
-            return None if gpu is None else register_device(gpu, self._sharing, self._healthy[uuid])
+            return None if gpu is None else self._register(uuid, gpu)
+
+    def _register(self, uuid: str, gpu: GpuInfo) -> Device:
+        profiles = self._mig_profiles.get(uuid, ())
+        return register_device(gpu, self._sharing, self._healthy[uuid], profiles)
 
     def physical_uuid(self, device_id: str) -> str | None:
         """The GPU behind an advertised replica ID, or None for an ID we never advertised."""

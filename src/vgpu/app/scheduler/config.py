@@ -26,6 +26,7 @@ from vgpu.domain import (
     Vendor,
     pod_policies,
 )
+from vgpu.domain.handshake import HamiVersion
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 
 __all__ = [
@@ -181,6 +182,9 @@ class SchedulerConfig(_Model):
     # grant integrity (issue 8)
     signing: Signing = Field(default_factory=Signing)
     api_request_timeout: float = Field(default=30.0, gt=0)
+    # node handshake (issue 12): whose rules judge a node's device plugin alive, and how often
+    hami_version: HamiVersion = HamiVersion.V2_10
+    handshake_period: float = Field(default=15.0, gt=0)
 
     def api_timeout(self) -> float:
         """Every API call's timeout: shorter than the renew deadline when electing a leader,

@@ -25,6 +25,7 @@ from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_li
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
+from vgpu.app.scheduler.handshake import NodeHandshake
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
@@ -74,6 +75,27 @@ def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | 
 
 def build_trust(config: SchedulerConfig, keys: GrantKeys | None) -> GrantTrust:
     return GrantTrust(config.vendor(), config.scheduler_name, None if keys is None else keys.ring)
+
+
+def build_handshake(
+    config: SchedulerConfig,
+    fake_cluster_file: Path | None,
+    backend: ClusterBackend,
+    state: SchedulerState,
+    follower: ClusterFollower,
+    is_leader: Callable[[], bool],
+) -> NodeHandshake | None:
+    """HAMi's node health pass; none in fake mode, where no kubelet counts a node's GPUs."""
+    if fake_cluster_file is not None:
+        return None
+    return NodeHandshake(
+        backend.port, state, follower, config.vendor(), config.hami_version, _local_now, is_leader
+    )
+
+
+def _local_now() -> datetime:
+    """The scheduler's local time, the zone HAMi writes and reads handshake stamps in."""
+    return datetime.now().astimezone()
 
 
 def _leader_check(backend: ClusterBackend) -> Callable[[], bool]:
@@ -196,6 +218,9 @@ class SchedulerContainer(containers.DeclarativeContainer):
     follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock, trust)
     leader_check = providers.Callable(_leader_check, backend)
     revoker = providers.Singleton(build_revoker, config, backend, leader_check)
+    handshake = providers.Singleton(
+        build_handshake, config, fake_cluster_file, backend, state, follower, leader_check
+    )
     runtime = providers.Singleton(
         SchedulerRuntime,
         cluster=backend.provided.port,
@@ -209,6 +234,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
         revoker=revoker,
         keys=keys,
         key_refresh=config.provided.signing.refresh_period,
+        handshake=handshake,
+        handshake_period=config.provided.handshake_period,
     )
     events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)

@@ -25,6 +25,7 @@ from vgpu.domain import (
     decode_pod_grants,
     limits_from_hard,
 )
+from vgpu.domain.initrelease import hold_after_init
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,22 @@ class ClusterFollower:
             len(self._state.ledger.pods()),
         )
 
+    def reload_node(self, cluster: ClusterPort, name: str) -> None:
+        """Read one node again into the state (the handshake bringing back a node it dropped);
+        events wait meanwhile, so an older copy never overwrites a newer event's."""
+        with self._serial:
+            node = cluster.get_node(name)
+            if node is not None:
+                self._apply(ClusterEvent(Kind.NODE, Action.MODIFIED, node))
+
     # nodes -----------------------------------------------------------------------------------
     def _node(self, action: Action, node: ClusterNode) -> None:
         state = self._state
         if action is Action.DELETED or self._vendor.register_annotation not in node.annotations:
             with state.locked():
                 state.clear_node_problem(node.name)
+                if action is Action.DELETED:
+                    state.restore_reported(node.name)
                 state.ledger.remove_node(node.name)
             return
         try:
@@ -109,7 +120,8 @@ class ClusterFollower:
             if state.node_problem(node.name) is not None:
                 log.info("node %s: register annotation readable again", node.name)
             state.clear_node_problem(node.name)
-            state.ledger.set_node(node.name, devices, cordoned, scores)
+            if state.unreported(node.name) is None:  # else the handshake brings it back
+                state.ledger.set_node(node.name, devices, cordoned, scores)
 
     # pods ------------------------------------------------------------------------------------
     def _pod(self, action: Action, pod: Pod) -> None:
@@ -136,10 +148,20 @@ class ClusterFollower:
         except DomainError as exc:
             self._ignore(pod, str(exc))
             return
+        after_init = hold_after_init(grants, pod.init_progress)
         with state.locked():
+            before = state.ledger.allocation(pod.key)
             problems = state.hold(
-                pod.key, pod.namespace, claim.node, grants, pod.init_count, strict=False
+                pod.key,
+                pod.namespace,
+                claim.node,
+                grants,
+                pod.init_count,
+                strict=False,
+                footprint=after_init,
             )
+            if after_init is not None and before is not None and before.footprint != after_init:
+                log.info("pod %s: init containers done, it now holds %s", pod.key, after_init)
             if pod.node_name:
                 state.bound(pod.key)
             else:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.handshake import NodeHandshake
 from vgpu.app.scheduler.keys import GrantKeys
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.state import SchedulerState
@@ -61,6 +62,8 @@ class SchedulerRuntime:
         revoker: Revoker | None = None,
         keys: GrantKeys | None = None,
         key_refresh: float = 30.0,
+        handshake: NodeHandshake | None = None,
+        handshake_period: float = 15.0,
     ) -> None:
         self._cluster = cluster
         self._state = state
@@ -73,6 +76,8 @@ class SchedulerRuntime:
         self._revoker = revoker
         self._keys = keys
         self._key_refresh = key_refresh
+        self._handshake = handshake
+        self._handshake_period = handshake_period
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -98,6 +103,8 @@ class SchedulerRuntime:
         self._spawn("vgpu-sweeper", self._sweep)
         if self._keys is not None:
             self._spawn("vgpu-keys", self._refresh_keys)
+        if self._handshake is not None:
+            self._spawn("vgpu-handshake", self._handshakes)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -172,6 +179,17 @@ class SchedulerRuntime:
                 self.refresh_keys_now()
             except Exception as exc:
                 log.warning("grant keys not refreshed (the current ring stays): %s", exc)
+
+    def _handshakes(self) -> None:
+        handshake = self._handshake
+        assert handshake is not None
+        while not self._stopping.wait(self._handshake_period):
+            if not self._state.synced:
+                continue
+            try:
+                handshake.pass_now()
+            except Exception:
+                log.exception("node handshake pass failed; the next one retries")
 
     def _sweep(self) -> None:
         period = max(min(self._timeout / 4, 5.0), 0.05)

@@ -9,7 +9,7 @@ really got bound with those annotations is counted again.
 """
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -62,6 +62,7 @@ class SchedulerState:
         self.ledger = Ledger()
         self.quota = QuotaBook()
         self._problems: dict[str, str] = {}
+        self._unreported: dict[str, str] = {}  # node -> why the handshake dropped its cards
         self._reservations: dict[str, Reservation] = {}
         self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
@@ -93,6 +94,23 @@ class SchedulerState:
     def clear_node_problem(self, node: str) -> None:
         with self._lock:
             self._problems.pop(node, None)
+
+    def unreported(self, node: str) -> str | None:
+        """Why the node handshake dropped the node's cards, or None while it reports."""
+        with self._lock:
+            return self._unreported.get(node)
+
+    def drop_unreported(self, node: str, problem: str) -> None:
+        """The node's device plugin stopped reporting: its cards leave the ledger (its pods'
+        usage stays) and filter replies name `problem` until `restore_reported`."""
+        with self._lock:
+            self._unreported[node] = problem
+            self.ledger.remove_node(node)
+
+    def restore_reported(self, node: str) -> bool:
+        """The node reports again; True when it had been dropped (re-read its cards then)."""
+        with self._lock:
+            return self._unreported.pop(node, None) is not None
 
     def views(
         self, names: Iterable[str], exclude_pod: str | None = None
@@ -128,7 +146,7 @@ class SchedulerState:
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
-            problem = self._problems.get(name)
+            problem = self._problems.get(name) or self._unreported.get(name)
             if problem is None:
                 candidates.append(name)
             else:
@@ -177,13 +195,18 @@ class SchedulerState:
         init_count: int,
         *,
         strict: bool,
+        footprint: Mapping[str, Usage] | None = None,
     ) -> list[str]:
         """Count a pod's grants in the ledger and its namespace's quota; returns problems.
 
         With `strict`, LedgerError is raised (and nothing changes) if a card would overflow.
+        `footprint` overrides the pod's hold on its cards (see `Ledger.grant`); the quota
+        charge stays that of its grants.
         """
         with self._lock:
-            problems = self.ledger.grant(pod, node, grants, init_count, strict=strict)
+            problems = self.ledger.grant(
+                pod, node, grants, init_count, strict=strict, footprint=footprint
+            )
             self.quota.charge(pod, namespace, grants, init_count)
             return problems
 
