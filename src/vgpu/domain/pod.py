@@ -55,7 +55,8 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _word(value: Any) -> str:
-    return intern(str(value)) if value else ""
+    """`str(value or "")`, interned."""
+    return intern(str(value or ""))
 
 
 def _owned(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -63,6 +64,12 @@ def _owned(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     if not mapping:
         return _EMPTY
     return {intern(k) if type(k) is str else k: v for k, v in mapping.items()}
+
+
+def _texts(raw: Any, where: str) -> Mapping[str, str]:
+    """Annotations or labels as strings, keys interned; the shared empty mapping if none."""
+    items = _mapping(raw or None, where)
+    return {intern(str(k)): str(v) for k, v in items.items()} if items else _EMPTY
 
 
 def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
@@ -80,19 +87,12 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         namespace=_word(meta.get("namespace") or "default"),
         name=str(meta.get("name") or meta.get("generateName") or ""),
         uid=str(meta.get("uid") or ""),
-        annotations=_owned(
-            {
-                _word(k): str(v)
-                for k, v in _mapping(meta.get("annotations") or None, "annotations").items()
-            }
-        ),
+        annotations=_texts(meta.get("annotations"), "annotations"),
         containers=tuple(containers),
         node_name=_word(spec.get("nodeName")),
         scheduler_name=_word(spec.get("schedulerName")),
         phase=_word(status.get("phase") or "Pending"),
-        labels=_owned(
-            {_word(k): str(v) for k, v in _mapping(meta.get("labels") or None, "labels").items()}
-        ),
+        labels=_texts(meta.get("labels"), "labels"),
         resource_version=str(meta.get("resourceVersion") or ""),
         priority=_priority(spec.get("priority")),
     )
