@@ -3,7 +3,7 @@ JSON, clusters of a few sizes. Prints median, p99, filter throughput and filter+
 asserts nothing.
 
     .venv/bin/python bench/filter_http.py [--sizes 10,100,1000] [--pods-per-node 20]
-                                          [--requests 200] [--threads 8]
+                                          [--requests 200] [--threads 8] [--combined]
 
 Every node has 8 cards (24000 MiB, split 10) and `--pods-per-node` running pods already holding
 1000 MiB each (1000 nodes x 20 = the 20k pods of issue 9); each new pod asks for 1 card with
@@ -11,6 +11,10 @@ Every node has 8 cards (24000 MiB, split 10) and `--pods-per-node` running pods 
 (nodeCacheCapable). The filter+bind run is what kube-scheduler does per pod in HAMi's set-up;
 without a device plugin nothing releases a node's lock after its bind, so that run needs at
 least two nodes per pod (and is skipped, `nan`, on smaller clusters).
+
+`--combined` runs the scheduler with `combine_scores: true`: each measured call is a /filter
+(every feasible node comes back) followed by a /prioritize of those nodes, as kube-scheduler
+does in that set-up; the figures are for the pair, and the filter+bind run is skipped.
 """
 
 import argparse
@@ -95,10 +99,11 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
-def start(path: Path, port: int, extender_port: int) -> subprocess.Popen[bytes]:
+def start(path: Path, port: int, extender_port: int, combined: bool) -> subprocess.Popen[bytes]:
     """The scheduler with its webhook (and /readyz) on `port`, the verbs on `extender_port`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
     env["VGPU_LOG_LEVEL"] = "WARNING"
+    env["VGPU_COMBINE_SCORES"] = "true" if combined else "false"
     command = [
         sys.executable,
         "-m",
@@ -126,11 +131,12 @@ def start(path: Path, port: int, extender_port: int) -> subprocess.Popen[bytes]:
 
 
 def measure(
-    nodes: int, pods_per_node: int, requests: int, threads: int, directory: Path
+    nodes: int, pods_per_node: int, requests: int, threads: int, directory: Path, combined: bool
 ) -> dict[str, float]:
     extender_port = free_port()
     started_at = time.perf_counter()
-    process = start(cluster_file(directory, nodes, pods_per_node), free_port(), extender_port)
+    path = cluster_file(directory, nodes, pods_per_node)
+    process = start(path, free_port(), extender_port, combined)
     ready_s = time.perf_counter() - started_at
     rss_mib = resident_mib(process.pid)
     names = [f"node-{n:04d}" for n in range(nodes)]
@@ -144,6 +150,13 @@ def measure(
                 elapsed = time.perf_counter() - started
                 if reply["Error"] or not reply["NodeNames"]:
                     raise SystemExit(f"filter failed: {reply}")
+                if combined:
+                    started = time.perf_counter()
+                    body["NodeNames"] = reply["NodeNames"]
+                    scores = client.post("/prioritize", json=body).json()
+                    elapsed += time.perf_counter() - started
+                    if len(scores) != len(reply["NodeNames"]):
+                        raise SystemExit(f"prioritize failed: {scores}")
                 return elapsed
 
             def placed(i: int) -> None:
@@ -167,7 +180,7 @@ def measure(
                 list(pool.map(one, range(requests, 2 * requests)))
             throughput = requests / (time.perf_counter() - started)
             bound = float("nan")  # each bind keeps its node locked: needs a node per pod
-            if nodes >= 2 * requests:
+            if nodes >= 2 * requests and not combined:
                 started = time.perf_counter()
                 with ThreadPoolExecutor(threads) as pool:
                     list(pool.map(placed, range(2 * requests, 3 * requests)))
@@ -193,9 +206,13 @@ def main() -> None:
         "--pods-per-node", type=int, default=20, help="running pods each node already holds"
     )
     parser.add_argument("--threads", type=int, default=8, help="clients for the throughput run")
+    parser.add_argument(
+        "--combined", action="store_true", help="combine_scores: true, /filter + /prioritize"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"filter over HTTP, {CARDS} cards per node, all nodes sent as NodeNames")
+    verbs = "/filter + /prioritize (combine_scores)" if args.combined else "filter"
+    print(f"{verbs} over HTTP, {CARDS} cards per node, all nodes sent as NodeNames")
     print(
         f"{'nodes':>6} {'pods':>6} {'ready s':>8} {'RSS MiB':>8} {'median ms':>10} {'p99 ms':>8} "
         f"{'filters/s':>10} {'filter+bind pods/s':>19}   ({args.threads} clients)"
@@ -205,7 +222,14 @@ def main() -> None:
             held = nodes * args.pods_per_node
             if nodes * CARDS * 10 < held + 3 * args.requests + 10:
                 raise SystemExit(f"{nodes} nodes have too few slices for {args.requests} pods")
-            r = measure(nodes, args.pods_per_node, args.requests, args.threads, Path(directory))
+            r = measure(
+                nodes,
+                args.pods_per_node,
+                args.requests,
+                args.threads,
+                Path(directory),
+                args.combined,
+            )
             print(
                 f"{nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['rss_mib']:>8.0f} "
                 f"{r['median_ms']:>10.2f} "

@@ -9,6 +9,7 @@ card, `;` after every container, empty segments kept so container indexes line u
 """
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -267,9 +268,9 @@ def _decode_container(segment: str, container: int, annotation: str) -> Containe
             raise CodecError(annotation, where, f"empty vendor in {entry!r}")
         _check_card_id(uuid, annotation, where)
         grants.append(
-            DeviceGrant(
-                uuid=uuid,
-                vendor=vendor,
+            DeviceGrant(  # interned: every grant on a card names the same card and vendor
+                uuid=sys.intern(uuid),
+                vendor=sys.intern(vendor),
                 memory=_csv_int(memory, "memory", annotation, where),
                 cores=_csv_int(cores, "cores", annotation, where),
             )

@@ -32,6 +32,8 @@ def pod_footprint(grants: PodGrants, init_count: int) -> dict[str, Usage]:
     (HAMi adds them all up and so reserves capacity that is never used at the same time.)
     """
     app: dict[str, Usage] = _sum_usage(g for c in grants[init_count:] for g in c)
+    if not init_count:
+        return app
     footprint = dict(app)
     for init_container in grants[:init_count]:
         for uuid, usage in _sum_usage(init_container).items():

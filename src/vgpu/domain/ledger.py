@@ -97,6 +97,25 @@ class Ledger:
         unless the pod fits nowhere. Use `decide` with views for every feasible node."""
         return self._index.decide(plan, self.nodes() if nodes is None else nodes, self.view, budget)
 
+    def feasible(
+        self,
+        plan: PodPlan,
+        nodes: Iterable[str],
+        budget: Budget = UNLIMITED,
+        exclude_pod: str | None = None,
+    ) -> Decision:
+        """Exactly `decide` over `[view(n, exclude_pod) for n in nodes]` (every feasible node's
+        score and every other node's rejection), answered from the index's remembered fits
+        where a node is unchanged: combined-scores mode asks this for every pod."""
+        own = self._pods.get(exclude_pod) if exclude_pod is not None else None
+        return self._index.feasible(
+            plan,
+            nodes,
+            lambda node: self.view(node, exclude_pod),
+            budget,
+            fresh=None if own is None else own.node,
+        )
+
     def usage(self, node: str, uuid: str) -> Usage:
         return self._usage.get(node, {}).get(uuid, IDLE)
 

@@ -93,6 +93,40 @@ class LedgerIndex:
             rejections[node] = result
         return NoPlacement(rejections)
 
+    def feasible(
+        self,
+        plan: PodPlan,
+        nodes: Iterable[str],
+        view: Callable[[str], NodeView],
+        budget: Budget = UNLIMITED,
+        fresh: str | None = None,
+    ) -> Decision:
+        """What `decide` answers over every candidate's view: every feasible node's score, best
+        first, and every other node's rejection, from the remembered answers where the node is
+        unchanged. `fresh` names a node whose view differs from the ledger's (a pod's own grant
+        left out): it is fitted afresh and not remembered."""
+        shape = self._shape(plan, budget)
+        policy = plan.policies.node
+        fits: list[NodeFit] = []
+        rejections: dict[str, NodeRejection] = {}
+        for node in dict.fromkeys(nodes):
+            if node == fresh:
+                result = fit_pod(plan, view(node), budget)
+            else:
+                result = self._fit(plan, node, view, budget, shape)
+            if isinstance(result, NodeRejection):
+                rejections[node] = result
+            else:
+                fits.append(result)
+        if not fits:
+            return NoPlacement(rejections)
+        scored = sorted(
+            ((NodeScore(f.node, preference(policy, f.fullness)), f) for f in fits),
+            key=lambda pair: (-pair[0].score, pair[0].node),
+        )
+        best = scored[0][1]
+        return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
+
     def _walk(
         self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]
     ) -> Iterable[Bounded]:

@@ -2,6 +2,8 @@
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from sys import intern
+from types import MappingProxyType
 from typing import Any
 
 from vgpu.domain.errors import DomainError
@@ -55,6 +57,29 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
 
+# A scheduler holds tens of thousands of pods: the words they repeat (namespace, node, phase,
+# container names) are interned and empty mappings shared, so each is stored once.
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _word(value: Any) -> str:
+    """`str(value or "")`, interned."""
+    return intern(str(value or ""))
+
+
+def _owned(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A copy the pod owns (the manifest may change later), or the shared empty mapping."""
+    if not mapping:
+        return _EMPTY
+    return {intern(k) if type(k) is str else k: v for k, v in mapping.items()}
+
+
+def _texts(raw: Any, where: str) -> Mapping[str, str]:
+    """Annotations or labels as strings, keys interned; the shared empty mapping if none."""
+    items = _mapping(raw or None, where)
+    return {intern(str(k)): str(v) for k, v in items.items()} if items else _EMPTY
+
+
 def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
     """Read a Pod from its Kubernetes JSON (as the API server or an AdmissionReview sends it).
 
@@ -67,18 +92,15 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         _container(c, is_init=True) for c in _list(spec.get("initContainers"), "initContainers")
     ] + [_container(c, is_init=False) for c in _list(spec.get("containers"), "containers")]
     return Pod(
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=_word(meta.get("namespace") or "default"),
         name=str(meta.get("name") or meta.get("generateName") or ""),
         uid=str(meta.get("uid") or ""),
-        annotations={
-            str(k): str(v)
-            for k, v in _mapping(meta.get("annotations") or None, "annotations").items()
-        },
+        annotations=_texts(meta.get("annotations"), "annotations"),
         containers=tuple(containers),
-        node_name=str(spec.get("nodeName") or ""),
-        scheduler_name=str(spec.get("schedulerName") or ""),
-        phase=str(status.get("phase") or "Pending"),
-        labels={str(k): str(v) for k, v in _mapping(meta.get("labels") or None, "labels").items()},
+        node_name=_word(spec.get("nodeName")),
+        scheduler_name=_word(spec.get("schedulerName")),
+        phase=_word(status.get("phase") or "Pending"),
+        labels=_texts(meta.get("labels"), "labels"),
         resource_version=str(meta.get("resourceVersion") or ""),
         priority=_priority(spec.get("priority")),
         init_status=init_progress(manifest),
@@ -119,10 +141,10 @@ def _container(raw: Any, *, is_init: bool) -> Container:
         if isinstance(e, Mapping) and e.get("name")
     }
     return Container(
-        name=str(raw.get("name") or ""),
-        limits=dict(_mapping(resources.get("limits"), "resources.limits")),
-        requests=dict(_mapping(resources.get("requests"), "resources.requests")),
-        env=env,
+        name=_word(raw.get("name")),
+        limits=_owned(_mapping(resources.get("limits"), "resources.limits")),
+        requests=_owned(_mapping(resources.get("requests"), "resources.requests")),
+        env=_owned(env),
         privileged=bool(security.get("privileged", False)),
         is_init=is_init,
     )

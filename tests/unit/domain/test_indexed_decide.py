@@ -183,6 +183,13 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
             exhaustive = decide(plan, [ledger.view(n) for n in dict.fromkeys(names)], budget)
             assert_same(ledger.decide(plan, names, budget), exhaustive)
             assert_same(ledger.decide(plan, names, budget), exhaustive)  # remembered rejections
+            # combined-scores mode: every score and rejection, also re-scoring a pod's own grant
+            held = sorted(a.pod for a in ledger.pods())
+            exclude = data.draw(st.sampled_from([None, *held]))
+            views = [ledger.view(n, exclude) for n in dict.fromkeys(names)]
+            every = decide(plan, views, budget)
+            assert ledger.feasible(plan, names, budget, exclude) == every
+            assert ledger.feasible(plan, names, budget, exclude) == every  # remembered answers
             if isinstance(exhaustive, Placement) and data.draw(st.booleans()):
                 ledger.grant(plan.key, exhaustive.node, exhaustive.grants, plan.init_count)
 

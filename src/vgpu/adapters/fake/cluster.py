@@ -233,7 +233,9 @@ def _readable_lock(value: str | None) -> NodeLock | None:
         return None
 
 
-def _merge(current: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
+def _merge(current: Mapping[str, str], patch: Mapping[str, str | None]) -> Mapping[str, str]:
+    if not patch:  # the pod's own mapping is never changed in place: share it
+        return current
     merged = dict(current)
     for key, value in patch.items():
         if value is None:

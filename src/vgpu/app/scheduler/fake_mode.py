@@ -29,6 +29,8 @@ and it can be bound. The file describes a trusted cluster, so the grants its pod
 signed with the process's own (random) key ring when signing is on.
 """
 
+import itertools
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError, explain
+from vgpu.app.mapping_file import read_mapping_streaming
 from vgpu.app.scheduler.trust import grant_claim
-from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -93,15 +95,22 @@ def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
     what = "fake cluster file"
     try:
-        spec = FakeClusterFile.model_validate(read_yaml_mapping(path, what))
+        # the pods skip the model: each manifest is decoded, read into a Pod and let go, so a
+        # large cluster is never held as manifests and pods together (the process's RSS keeps
+        # what its peak took)
+        raw, manifests = read_mapping_streaming(path, what, "pods")
+        spec = FakeClusterFile.model_validate(raw)
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
         raise FakeClusterError(f"{what} {path}: {explain(exc)}") from None
-    return build_fake_cluster(spec, vendor, str(path))
+    return build_fake_cluster(spec, vendor, str(path), manifests)
 
 
-def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -> FakeCluster:
+def build_fake_cluster(
+    spec: FakeClusterFile, vendor: Vendor, where: str = "", manifests: Iterable[Any] = ()
+) -> FakeCluster:
+    """The cluster the spec describes, with the pods in `spec.pods` and then in `manifests`."""
     cluster = FakeCluster()
     for position, entry in enumerate(spec.nodes):
         annotations = dict(entry.annotations)
@@ -117,7 +126,9 @@ def build_fake_cluster(spec: FakeClusterFile, vendor: Vendor, where: str = "") -
         cluster.put_node(ClusterNode(entry.name, annotations))
     for entry_quota in spec.quotas:
         cluster.put_quota(Quota(entry_quota.namespace, entry_quota.name, entry_quota.hard))
-    for position, manifest in enumerate(spec.pods):
+    for position, manifest in enumerate(itertools.chain(spec.pods, manifests)):
+        if not isinstance(manifest, dict):
+            raise FakeClusterError(f"{where}: pods[{position}]: must be a pod manifest (a mapping)")
         try:
             pod = pod_from_manifest(manifest)
         except DomainError as exc:

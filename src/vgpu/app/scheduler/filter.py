@@ -107,10 +107,9 @@ class FilterVerb:
     def list_all(self, pod: Pod, plan: PodPlan, names: Sequence[str]) -> FilterResult:
         """Combined-scores mode: every node that can take the pod; nothing is written."""
         state = self._ctx.state
-        with state.locked():  # the views share the ledger's usage
-            views, broken = state.views(names, exclude_pod=plan.key)
+        with state.locked():
+            decision, broken = state.feasible(plan, names)
             budget = state.budget(plan.namespace, plan.key, plan.init_count)
-            decision = decide(plan, views, budget)
         self._remember(plan, names, budget)
         failed = failed_nodes(broken, decision)
         if isinstance(decision, NoPlacement):

@@ -175,10 +175,10 @@ class SchedulerService:
         with state.locked():  # the views share the ledger's usage
             if nodes is not None:
                 views, _, _ = views_from_objects(self._ctx, nodes)
+                budget = state.budget(plan.namespace, plan.key, plan.init_count)
+                decision = decide(plan, views, budget)
             else:
-                views, _ = state.views(names, exclude_pod=plan.key)
-            budget = state.budget(plan.namespace, plan.key, plan.init_count)
-            decision = decide(plan, views, budget)
+                decision, _ = state.feasible(plan, names)
         scores = {}
         if isinstance(decision, Placement):
             scores = {s.node: s.extender_score for s in decision.scores}

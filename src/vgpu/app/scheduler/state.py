@@ -142,6 +142,17 @@ class SchedulerState:
             candidates, broken = self._candidates(names)
             return self.ledger.decide(plan, candidates, self.budget(plan.namespace)), broken
 
+    def feasible(
+        self, plan: PodPlan, names: Iterable[str]
+    ) -> tuple[Decision, dict[str, NodeRejection]]:
+        """Every candidate's fit or rejection for combined-scores mode, as `decide` over
+        `views(names, exclude_pod=plan.key)` with the pod's own quota charge given back, and
+        rejections for nodes known to be broken."""
+        with self._lock:
+            candidates, broken = self._candidates(names)
+            budget = self.budget(plan.namespace, plan.key, plan.init_count)
+            return self.ledger.feasible(plan, candidates, budget, exclude_pod=plan.key), broken
+
     def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}

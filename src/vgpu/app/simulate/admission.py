@@ -2,9 +2,24 @@
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from vgpu.domain import AdmissionConfig, Budget, admit
+from vgpu.domain import (
+    NVIDIA,
+    AdmissionConfig,
+    Budget,
+    DomainError,
+    Pod,
+    PodPlan,
+    PodPolicies,
+    SchedulingConfig,
+    Vendor,
+    admit,
+    plan_pod,
+    pod_from_manifest,
+)
+from vgpu.domain.policy import pod_policies
 
 
 def admit_pod(
@@ -43,3 +58,40 @@ def apply_patch(document: Mapping[str, Any], patch: Sequence[Mapping[str, Any]])
 
 def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
+
+
+class Admissions:
+    """What the webhook and the parser make of each arrival of one workload, remembered.
+
+    Every policy pair's run (and the typical request) admits the same arrivals. Admission and
+    the parsed requests depend on the manifest and the namespace's budget only; the pair's
+    default policies are applied per call, so one memo serves every run.
+    """
+
+    def __init__(self, vendor: Vendor = NVIDIA) -> None:
+        self._scheduling = SchedulingConfig(vendor=vendor)
+        self._admission = AdmissionConfig(scheduling=self._scheduling)
+        self._seen: dict[tuple[int, Budget], tuple[Pod, PodPlan] | str] = {}
+
+    def plan(
+        self, index: int, manifest: Mapping[str, Any], budget: Budget, policies: PodPolicies
+    ) -> PodPlan | str:
+        """Arrival `index`'s plan under these default policies, or why it was not created."""
+        seen = self._seen.get((index, budget))
+        if seen is None:
+            seen = self._seen[(index, budget)] = self._admit(manifest, budget)
+        if isinstance(seen, str):
+            return seen
+        pod, plan = seen
+        return replace(plan, policies=pod_policies(pod.annotations, policies))
+
+    def _admit(self, manifest: Mapping[str, Any], budget: Budget) -> tuple[Pod, PodPlan] | str:
+        created, message = admit_pod(manifest, self._admission, budget)
+        if created is None:
+            return message
+        try:
+            pod = pod_from_manifest(created)
+            plan = plan_pod(pod, self._scheduling)
+        except DomainError as exc:  # admission lets through what it cannot read; count it
+            return str(exc)
+        return "pod asks for no GPU" if plan is None else (pod, plan)

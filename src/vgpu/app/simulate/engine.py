@@ -19,9 +19,7 @@ from enum import Enum
 
 from vgpu.domain import (
     NVIDIA,
-    AdmissionConfig,
     Budget,
-    DomainError,
     Ledger,
     NodeRejection,
     NoPlacement,
@@ -35,12 +33,10 @@ from vgpu.domain import (
     decode_pod_grants,
     encode_pod_grants,
     limits_from_hard,
-    plan_pod,
-    pod_from_manifest,
 )
 from vgpu.domain.reasons import phrase
 
-from .admission import admit_pod
+from .admission import Admissions
 from .infeasible import InfeasibleCache, Shape, involves_quota, shape_of
 from .metrics import Reasons, RunResult, Sampler, TypicalRequest, mean, percentile
 from .scenario import Quota, Scenario
@@ -120,8 +116,10 @@ class Simulation:
         *,
         incremental: bool = True,
         typical: TypicalRequest | None = None,
+        admissions: Admissions | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
+        """`admissions` may be shared by runs of the same `pods` (they admit alike)."""
         self._scenario = scenario
         self._pair = pair
         self._arrivals = pods
@@ -132,7 +130,7 @@ class Simulation:
         self._config = SchedulingConfig(
             vendor=vendor, policies=PodPolicies(node=pair.node, gpu=pair.gpu)
         )
-        self._admission = AdmissionConfig(scheduling=self._config)
+        self._admissions = admissions or Admissions(vendor)
         self.ledger = Ledger()
         self.quota = QuotaBook()
         for node in cluster_nodes(scenario, vendor):
@@ -161,7 +159,7 @@ class Simulation:
     # running ---------------------------------------------------------------------------------
     def run(self, progress: Progress | None = None) -> RunResult:
         started = self._clock()
-        typical = self._typical or typical_request(self._scenario, self._arrivals)
+        typical = self._typical or typical_request(self._scenario, self._arrivals, self._admissions)
         sampler = Sampler(self._devices, typical)
         events = self._events
         for index, arrival in enumerate(self._arrivals):
@@ -189,23 +187,15 @@ class Simulation:
                     continue  # free everything that ends now before retrying
                 self._retry_pending()
             else:
-                self._arrive(self._arrivals[index])
+                self._arrive(index, self._arrivals[index])
 
-    def _arrive(self, arrival: PodArrival) -> None:
+    def _arrive(self, index: int, arrival: PodArrival) -> None:
         manifest = arrival.manifest
-        meta = manifest["metadata"]
-        namespace = meta["namespace"]
-        created, message = admit_pod(manifest, self._admission, self.quota.budget(namespace))
-        if created is None:
-            self._denied.append(message)
-            return
-        try:
-            plan = plan_pod(pod_from_manifest(created), self._config)
-        except DomainError as exc:  # admission lets through what it cannot read; count it
-            self._denied.append(str(exc))
-            return
-        if plan is None:
-            self._denied.append("pod asks for no GPU")
+        namespace = manifest["metadata"]["namespace"]
+        budget = self.quota.budget(namespace)
+        plan = self._admissions.plan(index, manifest, budget, self._config.policies)
+        if isinstance(plan, str):
+            self._denied.append(plan)
             return
         pod = SimPod(len(self.pods), arrival, plan.key, namespace, plan, shape_of(plan))
         self.pods.append(pod)
@@ -347,25 +337,21 @@ def _hard(quota: Quota) -> dict[str, str]:
     return hard
 
 
-def typical_request(scenario: Scenario, pods: Sequence[PodArrival]) -> TypicalRequest:
+def typical_request(
+    scenario: Scenario, pods: Sequence[PodArrival], admissions: Admissions | None = None
+) -> TypicalRequest:
     """The median per-card memory (MiB) and cores the workload asks for, after admission.
 
     Percentages are resolved on the largest card. Free memory on a card that cannot take this
     request counts as stranded (fragmentation). The same for every policy pair.
     """
-    admission = AdmissionConfig()
+    admissions = admissions or Admissions()
     card_memory = max(int(p.memory * p.memory_scaling) for p in scenario.nodes)
     memories: list[int] = []
     cores: list[int] = []
-    for arrival in pods:
-        created, _ = admit_pod(arrival.manifest, admission, Budget())
-        if created is None:
-            continue
-        try:
-            plan = plan_pod(pod_from_manifest(created), admission.scheduling)
-        except DomainError:
-            continue
-        for request in plan.requests if plan is not None else ():
+    for index, arrival in enumerate(pods):
+        plan = admissions.plan(index, arrival.manifest, Budget(), PodPolicies())
+        for request in () if isinstance(plan, str) else plan.requests:
             if request is not None:
                 memories.append(request.memory or card_memory * request.memory_percent // 100)
                 cores.append(request.cores)

@@ -48,10 +48,18 @@ class Sampler:
     def sample(self, time: float, ledger: Ledger, pending: int, running: int) -> None:
         used_memory = used_cores = used_slices = free_memory = stranded = 0
         per_node: list[float] = []
+        want_memory, want_cores = self._typical.memory, self._typical.cores
         for node, cards in self._devices.items():
             node_used = node_capacity = 0
+            usages = ledger.view(node).usage  # the ledger's own mapping, read before it changes
             for card in cards:
-                usage = ledger.usage(node, card.uuid)
+                usage = usages.get(card.uuid)
+                if usage is None:  # an idle card: all of it free, stranded only if too small
+                    node_capacity += card.memory
+                    free_memory += card.memory
+                    if card.memory < want_memory or card.cores < want_cores or not card.count:
+                        stranded += card.memory
+                    continue
                 used_memory += usage.memory
                 used_cores += usage.cores
                 used_slices += usage.slices
@@ -59,7 +67,11 @@ class Sampler:
                 node_capacity += card.memory
                 free = max(card.memory - usage.memory, 0)
                 free_memory += free
-                if free and not self._fits_typical(card, usage.slices, free, usage.cores):
+                if free and not (
+                    usage.slices < card.count
+                    and free >= want_memory
+                    and card.cores - usage.cores >= want_cores
+                ):
                     stranded += free
             per_node.append(_fraction(node_used, node_capacity))
         series = self.series
@@ -72,12 +84,6 @@ class Sampler:
         series.pending.append(pending)
         series.running.append(running)
         series.node_memory.append(per_node)
-
-    def _fits_typical(self, card: Device, slices: int, free: int, cores: int) -> bool:
-        typical = self._typical
-        return (
-            slices < card.count and free >= typical.memory and card.cores - cores >= typical.cores
-        )
 
 
 def _fraction(part: int, whole: int) -> float:

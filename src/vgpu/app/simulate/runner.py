@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from .admission import Admissions
 from .engine import PolicyPair, Simulation, typical_request
 from .metrics import RunResult, TypicalRequest
 from .scenario import Scenario
@@ -29,14 +30,16 @@ def run_pairs(
     report = progress or (lambda _: None)
     if jobs <= 1 or len(pairs) <= 1:
         pods = generate_pods(scenario, seed)
-        typical = typical_request(scenario, pods)
+        admissions = Admissions()  # every run admits the same pods alike: once for all
+        typical = typical_request(scenario, pods, admissions)
         results = []
         for i, pair in enumerate(pairs):
 
             def step(fraction: float, done: int = i) -> None:
                 report((done + fraction) / len(pairs))
 
-            results.append(Simulation(scenario, pair, pods, typical=typical).run(step))
+            simulation = Simulation(scenario, pair, pods, typical=typical, admissions=admissions)
+            results.append(simulation.run(step))
         return results
     return _in_processes(scenario, pairs, seed, min(jobs, len(pairs)), report)
 
