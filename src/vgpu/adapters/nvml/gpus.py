@@ -51,14 +51,8 @@ class NvmlGpus:
         memory cannot be read is left out with an error in the log.
         """
         with self._lock:
-            if self._closed.is_set():
-                raise GpuUnavailable("the NVML adapter is closed")
-            self._init()
+            count = self._count()
             nvml = self._nvml
-            try:
-                count = int(nvml.nvmlDeviceGetCount())
-            except nvml.NVMLError as err:
-                raise GpuUnavailable(f"NVML could not count the GPUs ({err})") from err
             if count == 0:
                 raise GpuUnavailable(no_gpu())
             gpus: list[GpuInfo] = []
@@ -102,14 +96,8 @@ class NvmlGpus:
         uuid or name cannot be read is left out. Raises GpuUnavailable when NVML cannot start.
         """
         with self._lock:
-            if self._closed.is_set():
-                raise GpuUnavailable("the NVML adapter is closed")
-            self._init()
+            count = self._count()
             nvml = self._nvml
-            try:
-                count = int(nvml.nvmlDeviceGetCount())
-            except nvml.NVMLError as err:
-                raise GpuUnavailable(f"NVML could not count the GPUs ({err})") from err
             found: list[GpuUsage] = []
             for index in range(count):
                 try:
@@ -207,6 +195,18 @@ class NvmlGpus:
                 log.warning("NVML shutdown failed (%s); ignoring", err)
 
     # internals --------------------------------------------------------------------------------
+    def _count(self) -> int:
+        """How many GPUs NVML sees, starting NVML first if needed; call it holding the lock.
+        Raises GpuUnavailable once closed, or when NVML cannot start or count."""
+        if self._closed.is_set():
+            raise GpuUnavailable("the NVML adapter is closed")
+        self._init()
+        nvml = self._nvml
+        try:
+            return int(nvml.nvmlDeviceGetCount())
+        except nvml.NVMLError as err:
+            raise GpuUnavailable(f"NVML could not count the GPUs ({err})") from err
+
     def _init(self) -> None:
         if self._initialised:
             return
