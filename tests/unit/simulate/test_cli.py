@@ -119,18 +119,14 @@ def test_the_verdict_names_the_pairs_that_placed_most(
 
 
 def test_report_without_matplotlib_says_how_to_install_it(
-    scenario_file: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
     )
     assert simulate("--scenario", str(scenario_file), "--report", str(tmp_path / "r")) == 2
     assert "pip install 'vgpu[simulate]'" in capsys.readouterr().err
