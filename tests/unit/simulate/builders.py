@@ -54,15 +54,19 @@ def arrival(
     runtime: float,
     *,
     namespace: str = "default",
+    priority: int = 0,
     **limits: Any,
 ) -> PodArrival:
     """A pod created at `at` seconds asking for `gpu=`, `gpumem=`, `gpucores=` (HAMi names)."""
     resources = {f"nvidia.com/{k.replace('_', '-')}": str(v) for k, v in limits.items()}
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"limits": resources}}]}
+    if priority:
+        spec["priority"] = priority
     manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "annotations": {}},
-        "spec": {"containers": [{"name": "main", "resources": {"limits": resources}}]},
+        "spec": spec,
     }
     return PodArrival(time=at, runtime=runtime, workload="hand", manifest=manifest)
 

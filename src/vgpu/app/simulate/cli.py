@@ -35,6 +35,12 @@ def register(subparsers: Any) -> None:
         metavar="NODE/GPU",
         help="run only this pair, e.g. binpack/spread (default: all four)",
     )
+    parser.add_argument(
+        "--preemption",
+        action="store_true",
+        help="a pod that fits nowhere evicts lower-priority pods to fit, as kube-scheduler's "
+        "preemption with vgpu's /preempt does (default: the scenario's preemption option)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument(
         "--report", type=Path, metavar="DIR", help="write PNG plots, results.json and index.html"
@@ -88,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.preemption:
+        scenario = scenario.model_copy(update={"preemption": True})
     seed = scenario.seed if args.seed is None else args.seed
     pairs = [args.policy] if args.policy else list(ALL_PAIRS)
     bar = ProgressBar(

@@ -122,6 +122,14 @@ class Reasons:
 
 
 @dataclass(frozen=True, slots=True)
+class Preemptions:
+    """What preemption did in a run: pods placed by evicting others, and evictions."""
+
+    placed_by_preempting: int
+    evicted: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """One run of the workload under one node/GPU policy pair."""
 
@@ -152,6 +160,7 @@ class RunResult:
     wall_seconds: float
     typical: TypicalRequest
     series: Series
+    preemptions: Preemptions | None = None  # None: preemption was off
 
     @property
     def decisions_per_second(self) -> float:
@@ -178,6 +187,7 @@ class RunResult:
                 "running_at_end": self.running_end,
                 "finished": self.finished,
             },
+            **self._preemption_json(),
             "wait_seconds": {"mean_of_waiting": self.wait_mean, "p95": self.wait_p95},
             "pending_reasons": self.pending_reasons.as_json(),
             "denied_reasons": self.denied_reasons.as_json(),
@@ -215,3 +225,13 @@ class RunResult:
                 "running": s.running,
             }
         return data
+
+    def _preemption_json(self) -> dict[str, Any]:
+        if self.preemptions is None:
+            return {}
+        return {
+            "preemption": {
+                "placed_by_preempting": self.preemptions.placed_by_preempting,
+                "evicted": self.preemptions.evicted,
+            }
+        }

@@ -50,6 +50,13 @@ ROWS: tuple[Row, ...] = (
     ("fragmentation, mean / p95", lambda r: _pair(r.fragmentation_mean, r.fragmentation_p95)),
     ("scheduling decisions/s", lambda r: f"{r.decisions_per_second:,.0f}"),
 )
+PREEMPTION_ROWS: tuple[Row, ...] = (
+    (
+        "placed by preempting",
+        lambda r: str(r.preemptions.placed_by_preempting if r.preemptions else 0),
+    ),
+    ("evicted by preemption", lambda r: str(r.preemptions.evicted if r.preemptions else 0)),
+)
 
 
 def table(scenario: Scenario, seed: int, results: Sequence[RunResult]) -> str:
@@ -57,20 +64,21 @@ def table(scenario: Scenario, seed: int, results: Sequence[RunResult]) -> str:
     if not results:
         return "no runs\n"
     first = results[0]
+    rows = ROWS + (PREEMPTION_ROWS if any(r.preemptions for r in results) else ())
     headers = [r.policy + ("*" if r.policy == HAMI_DEFAULT.label else "") for r in results]
-    label_width = max(len(label) for label, _ in ROWS) + 2
+    label_width = max(len(label) for label, _ in rows) + 2
     widths = [
-        max(len(h), *(len(cell(r)) for _, cell in ROWS)) + 2
+        max(len(h), *(len(cell(r)) for _, cell in rows)) + 2
         for h, r in zip(headers, results, strict=True)
     ]
     lines = [
         f"vgpu simulate: {scenario.name}: {describe_cluster(scenario)}",
         f"{first.submitted} pods over {duration(scenario.duration)} (seed {seed}); "
-        "policies are node/GPU",
+        "policies are node/GPU" + ("; preemption on" if first.preemptions else ""),
         "",
         "".ljust(label_width) + "".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)),
     ]
-    for label, cell in ROWS:
+    for label, cell in rows:
         cells = "".join(cell(r).rjust(w) for r, w in zip(results, widths, strict=True))
         lines.append(label.ljust(label_width) + cells)
     lines.append("")
@@ -147,6 +155,7 @@ def document(
             "gpus": sum(p.count * p.gpus for p in scenario.nodes),
             "cluster": describe_cluster(scenario),
             "workloads": [w.name for w in scenario.workloads],
+            **({"preemption": True} if scenario.preemption else {}),
         },
         "runs": [r.as_json(series=series) for r in results],
     }

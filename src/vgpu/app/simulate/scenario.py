@@ -245,6 +245,8 @@ class Workload(_Strict):
     cores: PercentSample | None = None
     runtime: Runtime
     annotations: dict[str, str] = Field(default_factory=dict)
+    # spec.priority, as a PriorityClass would resolve it; only matters with `preemption`
+    priority: int = Field(default=0, strict=True, ge=-(2**31), le=1_000_000_000)
 
     @model_validator(mode="after")
     def _one_memory(self) -> "Workload":
@@ -264,6 +266,7 @@ class Scenario(_Strict):
     nodes: list[NodePool] = Field(min_length=1)
     namespaces: list[Namespace] = Field(default_factory=list)
     workloads: list[Workload] = Field(min_length=1)
+    preemption: bool = Field(default=False, strict=True)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Scenario":

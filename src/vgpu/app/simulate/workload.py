@@ -164,6 +164,11 @@ def _manifest(workload: Workload, name: str, rng: random.Random, vendor: Vendor)
     for resource, sample in resource_values:
         if sample is not None:
             limits[resource] = str(draw(sample, rng))
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "simulated", "resources": {"limits": limits}}]
+    }
+    if workload.priority:
+        spec["priority"] = workload.priority
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -174,7 +179,5 @@ def _manifest(workload: Workload, name: str, rng: random.Random, vendor: Vendor)
             "labels": {"app": workload.name},
             "annotations": dict(workload.annotations),
         },
-        "spec": {
-            "containers": [{"name": "main", "image": "simulated", "resources": {"limits": limits}}]
-        },
+        "spec": spec,
     }
