@@ -2,10 +2,15 @@
 which node they serve and how they reach the API and the GPUs, and the settings behind them."""
 
 import argparse
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vgpu.app.errors import ConfigError
 
 
 def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -> None:
@@ -38,3 +43,20 @@ class NodeAgentSettings(BaseModel):
                 "node_name is required: pass --node-name, or set NODE_NAME or VGPU_NODE_NAME"
             )
         return self
+
+
+Settings = TypeVar("Settings", bound=NodeAgentSettings)
+Loader = Callable[[Path | None, Mapping[str, str], Mapping[str, Any]], Settings]
+
+
+def settings_from_flags(
+    command: str, load: Loader[Settings], args: argparse.Namespace, flags: Iterable[str]
+) -> Settings | None:
+    """The settings from `--config`, the environment and the named flags (which win), or None
+    after saying on stderr what is wrong (the command then exits 2)."""
+    overrides = {name: getattr(args, name, None) for name in flags}
+    try:
+        return load(args.config, os.environ, overrides)
+    except ConfigError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return None

@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
@@ -12,7 +11,7 @@ from typing import Any
 
 from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
-from vgpu.app.node_agent import add_node_agent_flags
+from vgpu.app.node_agent import add_node_agent_flags, settings_from_flags
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 from vgpu.ports.kubelet import KubeletError
@@ -100,11 +99,8 @@ _FLAGS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = {name: getattr(args, name, None) for name in _FLAGS}
-    try:
-        config = load_config(args.config, os.environ, overrides)
-    except ConfigError as exc:
-        print(f"vgpu device-plugin: {exc}", file=sys.stderr)
+    config = settings_from_flags("vgpu device-plugin", load_config, args, _FLAGS)
+    if config is None:
         return 2
     _setup_logging(config)
     return serve(config)

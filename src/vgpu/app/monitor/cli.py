@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import threading
@@ -12,7 +11,7 @@ from typing import Any
 
 from vgpu.app.monitor.config import ConfigError, MonitorConfig, load_config
 from vgpu.app.monitor.container import MonitorContainer
-from vgpu.app.node_agent import add_node_agent_flags
+from vgpu.app.node_agent import add_node_agent_flags, settings_from_flags
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 
@@ -84,11 +83,8 @@ _FLAGS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = {name: getattr(args, name, None) for name in _FLAGS}
-    try:
-        config = load_config(args.config, os.environ, overrides)
-    except ConfigError as exc:
-        print(f"vgpu monitor: {exc}", file=sys.stderr)
+    config = settings_from_flags("vgpu monitor", load_config, args, _FLAGS)
+    if config is None:
         return 2
     logging.basicConfig(
         level=config.log_level,
