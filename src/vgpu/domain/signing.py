@@ -14,9 +14,15 @@ import hmac
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from vgpu.domain.errors import DomainError
+from vgpu.domain.errors import CodecError, DomainError
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    decode_mig_allocations,
+    encode_mig_allocations,
+)
+from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, Vendor
 
 GRANT_SIGNATURE_ANNOTATION = "vgpu.io/grant-signature"
 MIN_KEY_BYTES = 32
@@ -36,11 +42,42 @@ class GrantClaim:
     node: str
     assigned_time: str  # hami.io/vgpu-time
     allocated: str  # hami.io/vgpu-devices-allocated, byte for byte
+    mig_reservations: str = ""  # hami.io/vgpu-mig-allocations without runtime fields
 
     def message(self) -> bytes:
-        # JSON keeps field boundaries unambiguous whatever characters the fields hold
+        # JSON keeps field boundaries unambiguous whatever characters the fields hold; a grant
+        # without MIG devices signs the same four fields as before MIG existed
         fields = [_DOMAIN_TAG, self.pod_uid, self.node, self.assigned_time, self.allocated]
+        if self.mig_reservations:
+            fields.append(self.mig_reservations)
         return json.dumps(fields, separators=(",", ":")).encode()
+
+
+def grant_claim(pod_uid: str, annotations: Mapping[str, str], vendor: Vendor) -> GrantClaim | None:
+    """The claim a pod's grant annotations make, or None when they make none: the one place a
+    claim is built, for signing (scheduler) and checking (scheduler and device plugin)."""
+    allocated = annotations.get(vendor.allocated_annotation)
+    node = annotations.get(ASSIGNED_NODE_ANNOTATION)
+    if not allocated or not node:
+        return None
+    return GrantClaim(
+        pod_uid,
+        node,
+        annotations.get(ASSIGNED_TIME_ANNOTATION, ""),
+        allocated,
+        signed_mig_text(annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")),
+    )
+
+
+def signed_mig_text(text: str) -> str:
+    """The part of `hami.io/vgpu-mig-allocations` a signature covers: the reservations as the
+    scheduler wrote them. The device plugin later adds each instance's runtime identity, which
+    must not break the signature; malformed text is covered as it is (and so never verifies)."""
+    try:
+        reservations = decode_mig_allocations(text)
+    except CodecError:
+        return text
+    return encode_mig_allocations([replace(r, runtime=None) for r in reservations])
 
 
 @dataclass(frozen=True, slots=True)

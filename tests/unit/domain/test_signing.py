@@ -1,6 +1,7 @@
 import pytest
 
-from vgpu.domain.signing import GrantClaim, KeyRing, SigningError
+from vgpu.domain.signing import GrantClaim, KeyRing, SigningError, grant_claim
+from vgpu.domain.vendor import NVIDIA
 
 KEY_A = b"a" * 32
 KEY_B = b"b" * 32
@@ -62,3 +63,45 @@ def test_bad_keys_are_refused_with_their_name(keys: dict[str, bytes], words: str
 def test_an_empty_ring_cannot_sign() -> None:
     with pytest.raises(SigningError, match="empty"):
         KeyRing().sign(CLAIM)
+
+
+RESERVED = (
+    '[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-1","profile":"2g.10gb",'
+    '"placement":{"start":2,"size":2}}]'
+)
+ANNOTATIONS = {
+    "hami.io/vgpu-node": "node-a",
+    "hami.io/vgpu-time": "1700000000",
+    "hami.io/vgpu-devices-allocated": "GPU-1,NVIDIA,9984,28:;",
+    "hami.io/vgpu-mig-allocations": RESERVED,
+}
+
+
+def test_mig_reservations_are_signed_but_runtime_identity_added_later_is_not() -> None:
+    ring = KeyRing({"k1": KEY_A})
+    claim = grant_claim("uid-1", ANNOTATIONS, NVIDIA)
+    assert claim is not None
+    signature = ring.sign(claim)
+    realized = RESERVED.replace(
+        "}}]", '},"migUUID":"MIG-9","gpuInstanceID":3,"computeInstanceID":0}]'
+    )
+    after_allocate = {**ANNOTATIONS, "hami.io/vgpu-mig-allocations": realized}
+    assert ring.verify(signature, grant_claim("uid-1", after_allocate, NVIDIA))  # type: ignore[arg-type]
+    moved = {
+        **ANNOTATIONS,
+        "hami.io/vgpu-mig-allocations": RESERVED.replace('"start":2', '"start":4'),
+    }
+    assert not ring.verify(signature, grant_claim("uid-1", moved, NVIDIA))  # type: ignore[arg-type]
+    dropped = {k: v for k, v in ANNOTATIONS.items() if k != "hami.io/vgpu-mig-allocations"}
+    assert not ring.verify(signature, grant_claim("uid-1", dropped, NVIDIA))  # type: ignore[arg-type]
+
+
+def test_a_grant_without_mig_signs_as_it_did_before_mig() -> None:
+    ring = KeyRing({"k1": KEY_A})
+    plain = {k: v for k, v in ANNOTATIONS.items() if k != "hami.io/vgpu-mig-allocations"}
+    assert grant_claim("uid-1", plain, NVIDIA) == GrantClaim(
+        "uid-1", "node-a", "1700000000", "GPU-1,NVIDIA,9984,28:;"
+    )
+    assert ring.sign(GrantClaim("u", "n", "t", "a")) == ring.sign(
+        GrantClaim("u", "n", "t", "a", "")
+    )

@@ -5,8 +5,8 @@ Any tenant can write annotations on its own pods, so a grant is believed only wh
 - `hami.io/vgpu-devices-allocated` reads as grants (the codec refuses a card twice in one
   container), and
 - with signing on, `vgpu.io/grant-signature` verifies for (pod uid, this node, `hami.io/vgpu-time`,
-  the allocated text); with signing off (HAMi's scheduler, which does not sign), the pod names
-  one of the trusted schedulers.
+  the allocated text, the MIG reservations); with signing off (HAMi's scheduler, which does not
+  sign), the pod names one of the trusted schedulers.
 """
 
 from typing import Protocol
@@ -16,7 +16,7 @@ from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import PodGrants
 from vgpu.domain.pod import Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, Vendor
 
 
@@ -44,17 +44,12 @@ class SignedGrants:
         signature = pod.annotations.get(GRANT_SIGNATURE_ANNOTATION)
         if not signature:
             return f"the grant has no {GRANT_SIGNATURE_ANNOTATION} (not written by the scheduler)"
-        claim = GrantClaim(
-            pod_uid=pod.uid,
-            node=self._node,
-            assigned_time=pod.annotations.get(ASSIGNED_TIME_ANNOTATION, ""),
-            allocated=pod.annotations.get(self._vendor.allocated_annotation, ""),
-        )
-        if not self._ring.verify(signature, claim):
+        claim = grant_claim(pod.uid, pod.annotations, self._vendor)  # node: checked above
+        if claim is None or not self._ring.verify(signature, claim):
             return (
                 f"{GRANT_SIGNATURE_ANNOTATION} does not verify for this pod's uid, node "
-                f"{self._node}, {ASSIGNED_TIME_ANNOTATION} and "
-                f"{self._vendor.allocated_annotation} (forged, copied or altered grant)"
+                f"{self._node}, {ASSIGNED_TIME_ANNOTATION}, {self._vendor.allocated_annotation} "
+                f"and the MIG reservations (forged, copied or altered grant)"
             )
         return None
 

@@ -39,7 +39,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError, explain
 from vgpu.app.mapping_file import read_mapping_streaming
-from vgpu.app.scheduler.trust import grant_claim
 from vgpu.domain import (
     ClusterNode,
     Device,
@@ -49,7 +48,7 @@ from vgpu.domain import (
     encode_node_devices,
     pod_from_manifest,
 )
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
 from vgpu.ports.cluster import Quota
 
 

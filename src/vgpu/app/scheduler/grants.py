@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from vgpu.app.scheduler.fence import Fence
-from vgpu.app.scheduler.trust import GrantTrust, grant_claim, grant_identity
+from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 

@@ -12,8 +12,9 @@ import threading
 from dataclasses import dataclass
 
 from vgpu.app.scheduler.grants import Outcome, PodWriter, revoked_annotations
-from vgpu.app.scheduler.trust import grant_claim, grant_identity
+from vgpu.app.scheduler.trust import grant_identity
 from vgpu.domain import Pod, Vendor
+from vgpu.domain.signing import grant_claim
 
 log = logging.getLogger(__name__)
 

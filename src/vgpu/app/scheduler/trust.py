@@ -9,24 +9,14 @@ A pod's `hami.io/vgpu-devices-allocated` charges the ledger only when
 and, in both cases, once the pod is bound, `spec.nodeName` equals `hami.io/vgpu-node`.
 Anyone who can edit a pod can write annotations; nobody without the key can sign them, and a
 signature copied from another pod, node or amount does not verify. The device plugin applies
-the same rule (`grant_claim` is the one place a claim is built, for signing and checking).
+the same rule (`vgpu.domain.signing.grant_claim` builds every claim, for signing and checking).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vgpu.domain import Pod, Vendor
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
-from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
-
-
-def grant_claim(pod_uid: str, annotations: Mapping[str, str], vendor: Vendor) -> GrantClaim | None:
-    """The claim a pod's grant annotations make, or None when they make none."""
-    allocated = annotations.get(vendor.allocated_annotation)
-    node = annotations.get(ASSIGNED_NODE_ANNOTATION)
-    if not allocated or not node:
-        return None
-    return GrantClaim(pod_uid, node, annotations.get(ASSIGNED_TIME_ANNOTATION, ""), allocated)
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, grant_claim
 
 
 def grant_identity(claim: GrantClaim) -> str:
