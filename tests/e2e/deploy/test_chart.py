@@ -26,6 +26,7 @@ from vgpu.app.scheduler.config import SchedulerConfig, load_config
 from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 from vgpu.app.scheduler.preempt import Preempter
+from vgpu.domain.handshake import HamiVersion
 
 VARIANTS = {
     "default": ((), ()),
@@ -35,6 +36,10 @@ VARIANTS = {
         ("scheduler.admissionWebhook.enabled=false", "scheduler.kubeScheduler.enabled=false"),
     ),
     "monitoring": ((), ("serviceMonitor.enabled=true", "dashboards.enabled=true")),
+    "hami-v2.8-plugins": (
+        (),
+        ("scheduler.nodeHandshake.hamiVersion=v2.8", "scheduler.nodeHandshake.period=1m"),
+    ),
 }
 
 
@@ -84,6 +89,13 @@ def test_schema_validation_catches_a_misspelt_field() -> None:
     deployment = one(objects, "Deployment")
     deployment["spec"]["template"]["spec"]["containers"][0]["imagePullPolicyy"] = "Always"
     assert any("imagePullPolicyy" in e for e in schema_errors([deployment]))
+
+
+def test_the_node_handshake_follows_the_hami_release_the_values_name(tmp_path: Path) -> None:
+    default = scheduler_settings(render("default"), tmp_path)
+    assert (default.hami_version, default.handshake_period) == (HamiVersion.V2_10, 15)
+    older = scheduler_settings(render("hami-v2.8-plugins"), tmp_path)
+    assert (older.hami_version, older.handshake_period) == (HamiVersion.V2_8, 60)
 
 
 def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
