@@ -114,9 +114,13 @@ def pod_charge(grants: PodGrants, init_count: int) -> Usage:
 
 
 def _charge(grants: Iterable[DeviceGrant]) -> Usage:
+    return _total(grant.usage for grant in grants)
+
+
+def _total(amounts: Iterable[Usage]) -> Usage:
     total = Usage()
-    for grant in grants:
-        total = total + grant.usage
+    for amount in amounts:
+        total = total + amount
     return total
 
 
@@ -143,10 +147,21 @@ class QuotaBook:
     def used(self, namespace: str) -> Usage:
         return self._used.get(namespace, Usage())
 
-    def charge(self, pod_key: str, namespace: str, grants: PodGrants, init_count: int) -> None:
-        """Count a pod's grants; charging the same pod again replaces its old charge."""
+    def charge(
+        self,
+        pod_key: str,
+        namespace: str,
+        grants: PodGrants,
+        init_count: int,
+        *,
+        hold: Mapping[str, Usage] | None = None,
+    ) -> None:
+        """Count a pod's grants; charging the same pod again replaces its old charge. `hold`,
+        the pod's smaller hold once its init containers have finished
+        (`vgpu.domain.initrelease.hold_after_init`), is charged instead: what the pod no longer
+        holds on its cards no longer counts against its namespace either."""
         self.refund(pod_key)
-        amount = pod_charge(grants, init_count)
+        amount = pod_charge(grants, init_count) if hold is None else _total(hold.values())
         self._charges[pod_key] = (namespace, amount)
         self._used[namespace] = self.used(namespace) + amount
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from tests.unit.scheduler.builders import A40_UUIDS, a40_node, manifest, signed, world
 from vgpu.domain import Usage
+from vgpu.ports.cluster import Quota
 
 CARD = A40_UUIDS[0]
 
@@ -88,6 +89,17 @@ def test_a_failed_or_unknown_init_container_keeps_the_whole_hold() -> None:
     assert w.usage("node1", CARD) == Usage(1, 40000, 0)
     w.add_pod(with_init(40000, 5000, None))  # no status reported yet
     assert w.usage("node1", CARD) == Usage(1, 40000, 0)
+
+
+def test_the_namespace_quota_is_charged_the_smaller_hold_too() -> None:
+    w = world(a40_node("node1"))
+    w.cluster.put_quota(Quota("default", "q", {"limits.nvidia.com/gpumem": "42000"}))
+    w.add_pod(with_init(40000, 5000, {"running": {}}))
+    assert w.state.quota.used("default").memory == 40000
+    assert w.filter(manifest("next", gpu=1, gpumem=30000), "node1").node_names is None
+    w.add_pod(with_init(40000, 5000, DONE))
+    assert w.state.quota.used("default") == Usage(1, 5000, 0)
+    assert w.filter(manifest("next", gpu=1, gpumem=30000), "node1").node_names == ["node1"]
 
 
 def test_a_sidecar_keeps_its_share_beside_the_app_after_the_init_containers() -> None:

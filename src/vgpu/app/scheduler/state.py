@@ -211,14 +211,14 @@ class SchedulerState:
         """Count a pod's grants in the ledger and its namespace's quota; returns problems.
 
         With `strict`, LedgerError is raised (and nothing changes) if a card would overflow.
-        `footprint` overrides the pod's hold on its cards (see `Ledger.grant`); the quota
-        charge stays that of its grants.
+        `footprint` overrides the pod's hold on its cards (see `Ledger.grant`), and the
+        namespace is charged that hold instead of its grants' peak.
         """
         with self._lock:
             problems = self.ledger.grant(
                 pod, node, grants, init_count, strict=strict, footprint=footprint
             )
-            self.quota.charge(pod, namespace, grants, init_count)
+            self.quota.charge(pod, namespace, grants, init_count, hold=footprint)
             return problems
 
     def reserve(
