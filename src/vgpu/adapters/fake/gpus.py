@@ -276,7 +276,7 @@ class FakeGpus:
                 None,
             )
             if offered is None:
-                raise MigError(f"{where}: the GPU offers no {group} profile")
+                raise MigError(f"{where}: the GPU offers no such profile (no {group} profile)")
             if placement not in offered.placements:
                 raise MigError(f"{where}: the scheduler selected an invalid placement")
             taken = next(
