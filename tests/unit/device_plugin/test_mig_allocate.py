@@ -277,3 +277,30 @@ def test_a_conflict_over_changed_reservations_fails_and_undoes(tmp_path: Path) -
         w.allocator.allocate([[f"{MIG_A}-0"]])
 
     assert w.fake.mig_instances() == []
+
+
+def test_containers_served_in_separate_calls_each_record_their_instances(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 0, 1), reserve(1, 0, MIG_B, "1g.5gb", 0, 1)]
+    w.put(
+        mig_pod(
+            f"{MIG_A},{SMALL};{MIG_B},{SMALL};",
+            reservations,
+            Container("first", limits={"nvidia.com/gpu": 1}),
+            Container("second", limits={"nvidia.com/gpu": 1}),
+        )
+    )
+
+    (first,) = w.allocator.allocate([[f"{MIG_A}-0"]])
+    w.mig.reconcile()  # the release loop between the calls keeps what the pod holds
+    (second,) = w.allocator.allocate([[f"{MIG_B}-0"]])
+
+    recorded = decode_mig_allocations(w.pod().annotations[MIG_ALLOCATIONS_ANNOTATION])
+    assert [r.runtime.mig_uuid if r.runtime else None for r in recorded] == [
+        first.envs["NVIDIA_VISIBLE_DEVICES"],
+        second.envs["NVIDIA_VISIBLE_DEVICES"],
+    ]
+    assert len(w.fake.mig_instances()) == 2
+    assert w.pod().annotations["hami.io/bind-phase"] == "success"
