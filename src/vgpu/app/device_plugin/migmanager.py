@@ -121,7 +121,12 @@ class MigManager:
                         served.append(plan.reuse)
                         continue
                     for leftover in plan.clear:
-                        self._destroy(leftover, "left over in the reserved slices", pod.key)
+                        why = f"left over in the slices reserved for pod {pod.key}"
+                        if not self._destroy(leftover, why, None):
+                            raise MigError(
+                                f"MIG instance {leftover.mig_uuid} sits in the slices reserved "
+                                f"for pod {pod.key} and cannot be destroyed"
+                            )
                         live.remove(leftover)
                     instance = self._port.create_mig_instance(
                         reservation.gpu_uuid, reservation.profile, reservation.placement
@@ -181,7 +186,7 @@ class MigManager:
                 describe(instance.gpu_uuid, instance.profile, instance.placement),
             )
         for instance in plan.strays:
-            self._destroy(instance, "no pod on this node uses its GPU", "-")
+            self._destroy(instance, "no pod on this node uses its GPU", None)
         self._started = True
         return True
 
@@ -211,20 +216,16 @@ class MigManager:
             instance.compute_instance_id,
         )
 
-    def _destroy(self, instance: MigInstance, why: str, pod: str) -> bool:
+    def _destroy(self, instance: MigInstance, why: str, pod: str | None) -> bool:
+        """Destroy one instance (logged either way); False when the port refused."""
+        what = f"MIG instance {instance.mig_uuid}" + (f" of pod {pod}" if pod else "")
         where = describe(instance.gpu_uuid, instance.profile, instance.placement)
         try:
             self._port.destroy_mig_instance(instance)
         except (MigError, GpuUnavailable) as exc:
-            log.error(
-                "MIG instance %s of pod %s (%s) not destroyed: %s",
-                instance.mig_uuid,
-                pod,
-                where,
-                exc,
-            )
+            log.error("%s (%s) not destroyed: %s", what, where, exc)
             return False
-        log.info("MIG instance %s of pod %s destroyed (%s): %s", instance.mig_uuid, pod, why, where)
+        log.info("%s destroyed (%s): %s", what, why, where)
         return True
 
     def _undo(self, instances: Sequence[MigInstance], pod: str) -> None:
