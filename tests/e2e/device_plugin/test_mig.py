@@ -33,6 +33,14 @@ gpus:
 """
 
 
+# as the chart renders it: 1g.5gb is not allowed, and the fake offers no 7g profile
+ALLOWLIST = """\
+mig_profile_allowlist:
+  - {models: ["A30"], profiles: ["1g.6gb"]}
+  - {models: ["A100-SXM4-40GB"], profiles: ["3g.20gb", "7g.40gb"]}
+"""
+
+
 def schedule_mig(env: PluginEnv, name: str, profile: str, start: int, size: int) -> None:
     """Leave a pod as vgpu's scheduler does after placing one MIG device (signed, locked)."""
     uid = str(uuid.uuid4())
@@ -91,12 +99,14 @@ def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
 ) -> None:
     plugin_env.gpu_file.write_text(GPU_FILE)
     plugin_env.extra_env["VGPU_MIG_RECONCILE_INTERVAL"] = "0.2"
-    env = start_plugin()
+    config = plugin_env.gpu_file.with_name("plugin.yaml")
+    config.write_text(ALLOWLIST)
+    env = start_plugin("--config", str(config))
     assert env.kubelet.wait_for(lambda: "hami.io/node-nvidia-register" in env.node_annotations())
     (card,) = json.loads(env.node_annotations()["hami.io/node-nvidia-register"])
     assert (card["mode"], [p["name"] for p in card["migProfiles"]]) == (
         "mig",
-        ["1g.5gb", "3g.20gb"],
+        ["3g.20gb"],
     )
 
     schedule_mig(env, "train", "3g.20gb", 0, 4)
@@ -114,8 +124,8 @@ def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
     env.api.delete("/api/v1/namespaces/default/pods/train")
 
     assert env.wait_for_log(f"MIG instance {mig_uuid} of pod default/train destroyed")
-    # the slices are free again: an overlapping placement can be made for the next pod
-    schedule_mig(env, "next", "1g.5gb", 0, 1)
+    # the slices are free again: the same placement can be made for the next pod
+    schedule_mig(env, "next", "3g.20gb", 0, 4)
     env.kubelet.allocate([f"{MIG_GPU}-1"])
     (second,) = reservations(env, "next")
     assert second["migUUID"] != mig_uuid
