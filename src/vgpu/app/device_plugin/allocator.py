@@ -240,10 +240,10 @@ class Allocator:
 
     def _in_mig_mode(self, container: str, segment: ContainerGrant) -> bool:
         """Whether the container's cards are in MIG mode here; refused when only some are."""
-        modes = {g.uuid: self._gpus.card(g.uuid) for g in segment}
-        mig = [uuid for uuid, card in modes.items() if card is not None and card.mode == MIG_MODE]
-        if mig and len(mig) != len(segment):
-            shared = [g.uuid for g in segment if g.uuid not in mig]
+        cards = {g.uuid: self._gpus.card(g.uuid) for g in segment}
+        mig = [u for u, card in cards.items() if card is not None and card.mode == MIG_MODE]
+        shared = [u for u in cards if u not in mig]
+        if mig and shared:
             raise DevicePluginError(
                 f"container {container!r} is granted MIG card(s) {', '.join(mig)} and shared "
                 f"card(s) {', '.join(shared)}; a container gets MIG instances or HAMi-core "
