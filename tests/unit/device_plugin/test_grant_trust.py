@@ -117,9 +117,7 @@ def test_a_container_granted_the_same_card_twice_is_refused(tmp_path: Path) -> N
     twice = f"{UUID_A},NVIDIA,1000,0:{UUID_A},NVIDIA,1000,0:;"
     w.put(scheduled_pod(twice, Container("main", limits={"nvidia.com/gpu": 2})))
 
-    with pytest.raises(
-        DevicePluginError, match=f"card id '{UUID_A}' is already listed as container #0, card #0"
-    ):
+    with pytest.raises(DevicePluginError, match=f"card id '{UUID_A}' is already listed as container #0, card #0"):
         w.allocator.allocate([[f"{UUID_A}-0", f"{UUID_A}-1"]])
     assert w.pod().annotations["hami.io/bind-phase"] == "failed"
 
