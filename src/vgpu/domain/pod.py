@@ -36,6 +36,7 @@ class Pod:
     resource_version: str = ""
     priority: int = 0  # spec.priority, as the API server resolved it from the PriorityClass
     init_status: InitProgress | None = None  # from status.initContainerStatuses, when read
+    deleting: bool = False  # metadata.deletionTimestamp is set: the pod is going away
 
     @property
     def init_progress(self) -> InitProgress:
@@ -104,6 +105,7 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         resource_version=str(meta.get("resourceVersion") or ""),
         priority=_priority(spec.get("priority")),
         init_status=init_progress(manifest),
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 

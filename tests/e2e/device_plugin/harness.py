@@ -51,6 +51,7 @@ class PluginEnv:
     kubeconfig: Path
     log_file: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)  # VGPU_* settings of one test
 
     def command(self, *extra: str) -> list[str]:
         return [
@@ -80,6 +81,7 @@ class PluginEnv:
             VGPU_REGISTER_RETRY="0.2",
             VGPU_LOCK_DIR=str(self.hook / "vgpulock"),
         )
+        env.update(self.extra_env)
         return env
 
     def start(self, *extra: str) -> subprocess.Popen[bytes]:

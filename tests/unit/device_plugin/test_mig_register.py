@@ -14,6 +14,7 @@ from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.config import load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
 from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.domain import NVIDIA
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 from vgpu.domain.mig import MigPlacement, MigProfile
@@ -76,3 +77,18 @@ def test_the_plugin_publishes_mig_templates_the_scheduler_reads_back(tmp_path: P
     assert [(p.name, p.memory_mib, p.placements) for p in seen["GPU-mig"].mig_profiles] == [
         (p.name, p.memory_mib, p.placements) for p in PROFILES
     ]
+
+
+def test_the_plugin_manages_mig_instances_only_where_gpus_are_in_mig_mode(tmp_path: Path) -> None:
+    config = load_config(overrides={"node_name": NODE, "hook_path": str(tmp_path)})
+
+    def manager_for(gpus: FakeGpus) -> object:
+        container = DevicePluginContainer(config=config)
+        container.cluster.override(providers.Object(FakeCluster()))
+        container.gpu_port.override(providers.Object(gpus))
+        return container.mig()
+
+    mig = manager_for(FakeGpus([A100, T4], mig_profiles={"GPU-mig": PROFILES}))
+    assert isinstance(mig, MigManager) and mig.active
+    shared = manager_for(FakeGpus([T4]))
+    assert isinstance(shared, MigManager) and not shared.active

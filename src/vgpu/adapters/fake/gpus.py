@@ -15,6 +15,7 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         utilization: 0    # default 0; percent busy (NVML utilization.gpu)
         memory_utilization: 0  # default 0; percent (NVML utilization.memory)
         mig_profiles:     # with mig: true, the GPU instance profiles create_mig_instance offers
+                          # (chosen, as NVML does, by the part of the name before the `.`)
           - {name: 1g.5gb, slices: 1, memory_mib: 4864, instances: 7,
              placements: [{start: 0, size: 1}, {start: 1, size: 1}]}
     links:                # optional: how GPUs connect (read_topology); unlisted pairs are
@@ -257,18 +258,25 @@ class FakeGpus:
     def create_mig_instance(
         self, gpu_uuid: str, profile: str, placement: MigPlacement
     ) -> MigInstance:
-        """Models NVML: the profile must be offered at that placement, and the slices free."""
+        """Models NVML: the profile's slice group must be offered at that placement, and the
+        slices free. The instance ids count up from 1; the compute instance id is 0."""
         with self._cond:
             self._refresh()
             where = f"GPU {gpu_uuid}, profile {profile} at {placement.start}+{placement.size}"
             gpu = next((g for g in self._gpus if g.uuid == gpu_uuid), None)
             if gpu is None or not gpu.mig_enabled:
                 raise MigError(f"{where}: no such GPU in MIG mode")
+            group = profile.partition(".")[0]  # as NVML, only `3g` of `3g.20gb` selects
             offered = next(
-                (p for p in self._mig_profiles.get(gpu_uuid, ()) if p.name == profile), None
+                (
+                    p
+                    for p in self._mig_profiles.get(gpu_uuid, ())
+                    if p.name.partition(".")[0] == group
+                ),
+                None,
             )
             if offered is None:
-                raise MigError(f"{where}: the GPU offers no such profile")
+                raise MigError(f"{where}: the GPU offers no such profile (no {group} profile)")
             if placement not in offered.placements:
                 raise MigError(f"{where}: the scheduler selected an invalid placement")
             taken = next(

@@ -5,9 +5,12 @@ The pod served is a waiting pod whose grant the plugin trusts (signed by the sch
 For each container the kubelet asks about, the next non-empty segment of
 `hami.io/vgpu-devices-to-allocate` is checked (count, cards that exist here, and the pod's whole
 grant against the plugin's own node ledger), answered with the domain's allocation, and emptied
-in the annotation. When no segment is left the pod's bind phase becomes `success` and the node
-lock is released. Every refusal sets bind phase `failed`, records a GPUAllocationFailed event on
-the pod, releases its lock, and answers the kubelet with the reason.
+in the annotation. A container granted cards in MIG mode gets instead the MIG instances reserved
+for it in `hami.io/vgpu-mig-allocations` (made or reused by `migmanager`), and that annotation
+gains their runtime identity in the same patch. When no segment is left the pod's bind phase
+becomes `success` and the node lock is released. Every refusal sets bind phase `failed`,
+records a GPUAllocationFailed event on the pod, releases its lock, and answers the kubelet with
+the reason; MIG instances the failed call made are destroyed again.
 """
 
 import logging
@@ -15,26 +18,47 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingUnavailable
+from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
 from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
 from vgpu.domain.codec import decode_pod_grants, encode_pod_grants
+from vgpu.domain.device import MIG_MODE
 from vgpu.domain.errors import DomainError, RequestError
 from vgpu.domain.grant import ContainerGrant
+from vgpu.domain.mig import MigInstance
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    MigReservation,
+    MigRuntime,
+    decode_mig_allocations,
+    encode_mig_allocations,
+)
+from vgpu.domain.mig_lifecycle import container_reservations
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.request import parse_request
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, Vendor
-from vgpu.ports.cluster import ClusterError, ClusterPort
+from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict
+from vgpu.ports.gpu import GpuUnavailable, MigError
 from vgpu.ports.kubelet import ContainerResponse, DevicePluginError
 
 log = logging.getLogger(__name__)
 
 SETTLE_POLL_S = 0.05
+
+
+@dataclass
+class _MigCall:
+    """The MIG instances one Allocate call serves, by reservation, and those it created."""
+
+    served: dict[tuple[int, int], MigInstance] = field(default_factory=dict)
+    created: list[MigInstance] = field(default_factory=list)
 
 
 class Allocator:
@@ -53,9 +77,11 @@ class Allocator:
         new_cache_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         settle_s: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
+        mig: MigManager | None = None,
     ) -> None:
         """`settle_s`: how long to wait for a trusted pod to show up in the cluster port's
-        cache before refusing (the kubelet may see a bound pod a moment before the plugin)."""
+        cache before refusing (the kubelet may see a bound pod a moment before the plugin).
+        `mig`: the MIG instance manager, None where the GPU port cannot make instances."""
         self._cluster = cluster
         self._gpus = gpus
         self._node = node
@@ -67,6 +93,7 @@ class Allocator:
         self._new_cache_id = new_cache_id
         self._settle_s = settle_s
         self._sleep = sleep
+        self._mig = mig
         self._lock = threading.Lock()
 
     def allocate(self, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
@@ -132,6 +159,22 @@ class Allocator:
         grants = list(decode_pod_grants(pod.annotations.get(key, ""), key))
         first = next((i for i, c in enumerate(grants) if c), 0)
         self._ledger.check(pod, allocated_grants(pod, self._vendor), container_label(pod, first))
+        mig = _MigCall()
+        try:
+            return self._serve_containers(pod, requests, grants, mig)
+        except BaseException:
+            if mig.created and self._mig is not None:
+                self._mig.undo(mig.created, pod.key)
+            raise
+
+    def _serve_containers(
+        self,
+        pod: Pod,
+        requests: Sequence[Sequence[str]],
+        grants: list[ContainerGrant],
+        mig: _MigCall,
+    ) -> list[ContainerResponse]:
+        key = self._vendor.to_allocate_annotation
         answers = []
         served = []
         for device_ids in requests:
@@ -150,7 +193,10 @@ class Allocator:
                     f"({', '.join(g.uuid for g in segment)})"
                 )
             self._check_cards(container.name, segment)
-            answers.append(self._answer(pod, container, segment))
+            if self._in_mig_mode(container.name, segment):
+                answers.append(self._mig_answer(pod, index, container, segment, mig))
+            else:
+                answers.append(self._answer(pod, container, segment))
             served.append((container.name, segment))
             grants[index] = ()
         remaining = encode_pod_grants(tuple(grants))
@@ -158,7 +204,10 @@ class Allocator:
         patch = {key: remaining}
         if complete:
             patch[BIND_PHASE_ANNOTATION] = SUCCESS
-        self._cluster.patch_pod_annotations(pod.namespace, pod.name, patch)
+        if mig.served:
+            self._patch_with_runtime(pod, patch, mig)
+        else:
+            self._cluster.patch_pod_annotations(pod.namespace, pod.name, patch)
         for (name, segment), answer in zip(served, answers, strict=True):
             log.info(
                 "Allocate for pod %s container %s: %s; envs %s; mounts %s",
@@ -188,6 +237,73 @@ class Allocator:
                     f"container {container!r}: card {grant.uuid} is granted as vendor "
                     f"{grant.vendor!r}, not {self._vendor.word!r}"
                 )
+
+    def _in_mig_mode(self, container: str, segment: ContainerGrant) -> bool:
+        """Whether the container's cards are in MIG mode here; refused when only some are."""
+        cards = {g.uuid: self._gpus.card(g.uuid) for g in segment}
+        mig = [u for u, card in cards.items() if card is not None and card.mode == MIG_MODE]
+        shared = [u for u in cards if u not in mig]
+        if mig and shared:
+            raise DevicePluginError(
+                f"container {container!r} is granted MIG card(s) {', '.join(mig)} and shared "
+                f"card(s) {', '.join(shared)}; a container gets MIG instances or HAMi-core "
+                "slices, not both"
+            )
+        return bool(mig)
+
+    def _mig_answer(
+        self, pod: Pod, index: int, container: Container, segment: ContainerGrant, mig: _MigCall
+    ) -> ContainerResponse:
+        """The container's reserved MIG instances, made or reused: `NVIDIA_VISIBLE_DEVICES`
+        lists their MIG UUIDs and nothing of HAMi-core is added (contracts.md 12.1)."""
+        if self._mig is None:
+            raise DevicePluginError(
+                f"container {container.name!r} is granted MIG cards but this plugin's GPU "
+                "access cannot make MIG instances"
+            )
+        text = pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")
+        wanted = container_reservations(
+            decode_mig_allocations(text), index, container.name, [g.uuid for g in segment]
+        )
+        try:
+            realized = self._mig.realize(pod, wanted)
+        except (MigError, GpuUnavailable) as exc:
+            raise DevicePluginError(f"container {container.name!r}: {exc}") from exc
+        mig.created += realized.created
+        for reservation, instance in zip(wanted, realized.instances, strict=True):
+            mig.served[reservation.key] = instance
+        uuids = ",".join(i.mig_uuid for i in realized.instances)
+        return ContainerResponse(envs={"NVIDIA_VISIBLE_DEVICES": uuids})
+
+    def _patch_with_runtime(self, pod: Pod, patch: dict[str, str], mig: _MigCall) -> None:
+        """The Allocate patch plus each served reservation's runtime identity, applied only to
+        the pod version the reservations were read from. When the pod changed meanwhile (a
+        status update) but neither its grant nor its reservations did, once more on the
+        fresh version."""
+        text = pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")
+        patch[MIG_ALLOCATIONS_ANNOTATION] = encode_mig_allocations(
+            [_with_runtime(r, mig.served.get(r.key)) for r in decode_mig_allocations(text)]
+        )
+        try:
+            self._cluster.patch_pod_annotations(
+                pod.namespace, pod.name, patch, resource_version=pod.resource_version
+            )
+            return
+        except Conflict:
+            fresh = self._cluster.read_pod(pod.namespace, pod.name)
+            unchanged = (
+                fresh is not None
+                and fresh.uid == pod.uid
+                and all(
+                    fresh.annotations.get(k) == pod.annotations.get(k)
+                    for k in (self._vendor.to_allocate_annotation, MIG_ALLOCATIONS_ANNOTATION)
+                )
+            )
+            if fresh is None or not unchanged:
+                raise
+        self._cluster.patch_pod_annotations(
+            pod.namespace, pod.name, patch, resource_version=fresh.resource_version
+        )
 
     def _answer(self, pod: Pod, container: Container, segment: ContainerGrant) -> ContainerResponse:
         self._host.prepare(pod.uid, container.name)
@@ -232,3 +348,10 @@ class Allocator:
             self._cluster.release_node_lock(self._node, pod.namespace, pod.name)
         except ClusterError as exc:
             log.error("could not release the lock on node %s for %s: %s", self._node, pod.key, exc)
+
+
+def _with_runtime(reservation: MigReservation, instance: MigInstance | None) -> MigReservation:
+    if instance is None:
+        return reservation
+    runtime = MigRuntime(instance.mig_uuid, instance.gpu_instance_id, instance.compute_instance_id)
+    return replace(reservation, runtime=runtime)

@@ -17,8 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
 from vgpu.app.settings import ResourceName, VendorWord, load_settings
+from vgpu.domain.mig_allowlist import AllowlistError, MigAllowlistEntry, check_allowlist
 
-__all__ = ["NODE_NAME_ENV", "ConfigError", "DevicePluginConfig", "Signing", "load_config"]
+__all__ = [
+    "NODE_NAME_ENV",
+    "ConfigError",
+    "DevicePluginConfig",
+    "MigAllowlistItem",
+    "Signing",
+    "load_config",
+]
 
 NODE_NAME_ENV = "NODE_NAME"
 # The variables HAMi's chart sets on its device plugin, read below the `VGPU_*` names so a
@@ -52,6 +60,19 @@ class Signing(BaseModel):
         return self
 
 
+class MigAllowlistItem(BaseModel):
+    """One `migProfileAllowlist` entry: GPU models (substrings of the NVML name) and the MIG
+    profiles they may be cut into (contracts.md 12.2)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: tuple[str, ...]
+    profiles: tuple[str, ...]
+
+    def entry(self) -> MigAllowlistEntry:
+        return MigAllowlistEntry(self.models, self.profiles)
+
+
 class DevicePluginConfig(NodeAgentSettings):
     """Everything `vgpu device-plugin` can be told. Durations are in seconds."""
 
@@ -80,6 +101,28 @@ class DevicePluginConfig(NodeAgentSettings):
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     signing: Signing = Field(default_factory=Signing)
     settle: float = Field(2.0, ge=0, le=30)
+    # HAMi's nvidia.migProfileAllowlist; None: every profile NVML offers, under NVML's names
+    mig_profile_allowlist: tuple[MigAllowlistItem, ...] | None = None
+    # how often MIG instances of finished or deleted pods are looked for and destroyed
+    mig_reconcile_interval: float = Field(5.0, gt=0, le=3600)
+
+    @field_validator("mig_profile_allowlist")
+    @classmethod
+    def _hami_allowlist(
+        cls, value: tuple[MigAllowlistItem, ...] | None
+    ) -> tuple[MigAllowlistItem, ...] | None:
+        if value is not None:
+            try:
+                check_allowlist([item.entry() for item in value])
+            except AllowlistError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def mig_allowlist(self) -> tuple[MigAllowlistEntry, ...] | None:
+        if self.mig_profile_allowlist is None:
+            return None
+        return tuple(item.entry() for item in self.mig_profile_allowlist)
 
     @field_validator("endpoint")
     @classmethod

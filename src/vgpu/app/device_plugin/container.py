@@ -15,6 +15,7 @@ from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
+from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.registrar import NodeRegistrar
@@ -25,6 +26,7 @@ from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, Signe
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.inventory import GpuInfo
 from vgpu.domain.mig import MigProfile
+from vgpu.domain.mig_allowlist import MigAllowlistEntry, allowlisted_profiles
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.gpu import GpuPort, GpuUnavailable, MigError, MigPort
@@ -107,8 +109,14 @@ def make_vendor(config: DevicePluginConfig) -> Vendor:
     return Vendor(word=config.vendor_word, count_resource=config.resource_name)
 
 
-def discover(port: GpuPort, settings: NodeSettings, numa_topology: bool) -> GpuState:
-    """The GPUs this plugin serves: NVML's (or the fake's) minus the node config's filters."""
+def discover(
+    port: GpuPort,
+    settings: NodeSettings,
+    numa_topology: bool,
+    allowlist: tuple[MigAllowlistEntry, ...] | None = None,
+) -> GpuState:
+    """The GPUs this plugin serves: NVML's (or the fake's) minus the node config's filters;
+    those in MIG mode with the profiles `allowlist` lets them publish (None: all)."""
     kept = []
     for gpu in port.discover():
         if settings.keeps(gpu):
@@ -124,12 +132,15 @@ def discover(port: GpuPort, settings: NodeSettings, numa_topology: bool) -> GpuS
             kept.append(gpu)
         else:
             log.info("GPU %d %s: filtered out by the node config", gpu.index, gpu.uuid)
-    return GpuState(kept, settings.sharing, numa_topology, _mig_profiles(port, kept))
+    profiles = _mig_profiles(port, kept, allowlist)
+    return GpuState(kept, settings.sharing, numa_topology, profiles)
 
 
-def _mig_profiles(port: GpuPort, gpus: list[GpuInfo]) -> dict[str, tuple[MigProfile, ...]]:
-    """The instance profiles of the kept GPUs in MIG mode; one without any is not registered
-    (logged), as HAMi leaves it out of the annotation."""
+def _mig_profiles(
+    port: GpuPort, gpus: list[GpuInfo], allowlist: tuple[MigAllowlistEntry, ...] | None
+) -> dict[str, tuple[MigProfile, ...]]:
+    """The instance profiles of the kept GPUs in MIG mode, as the allowlist renames and
+    filters them; one without any is not registered (logged), as HAMi leaves it out."""
     in_mig = [gpu for gpu in gpus if gpu.mig_enabled]
     if not in_mig:
         return {}
@@ -141,12 +152,34 @@ def _mig_profiles(port: GpuPort, gpus: list[GpuInfo]) -> dict[str, tuple[MigProf
             log.error("MIG profiles not readable: %s", exc)
     for gpu in in_mig:
         found = profiles.get(gpu.uuid, ())
+        if allowlist is not None:
+            allowed = allowlisted_profiles(gpu.name, found, allowlist)
+            if allowed is None:
+                log.warning(
+                    "GPU %d %s: no mig_profile_allowlist entry names model %r: not registered "
+                    "in MIG mode",
+                    gpu.index,
+                    gpu.uuid,
+                    gpu.name,
+                )
+                profiles.pop(gpu.uuid, None)
+                continue
+            found = profiles[gpu.uuid] = allowed
         if found:
             names = ", ".join(p.name for p in found)
             log.info("GPU %d %s: MIG profiles %s", gpu.index, gpu.uuid, names)
         else:
             log.warning("GPU %d %s: MIG on, no profile known: not registered", gpu.index, gpu.uuid)
     return profiles
+
+
+def make_mig_manager(
+    config: DevicePluginConfig, port: GpuPort, cluster: ClusterPort, gpus: GpuState
+) -> MigManager | None:
+    """The MIG instance manager, where the GPU port can make instances."""
+    if not isinstance(port, MigPort):
+        return None
+    return MigManager(port, cluster, config.node_name, gpus, config.mig_reconcile_interval)
 
 
 def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> AllocationConfig:
@@ -183,7 +216,14 @@ class DevicePluginContainer(containers.DeclarativeContainer):
 
     settings = providers.Singleton(node_settings, config)
     vendor = providers.Singleton(make_vendor, config)
-    gpus = providers.Singleton(discover, gpu_port, settings, config.provided.numa_topology)
+    gpus = providers.Singleton(
+        discover,
+        gpu_port,
+        settings,
+        config.provided.numa_topology,
+        config.provided.mig_allowlist,
+    )
+    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus)
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
@@ -202,6 +242,7 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         trust,
         ledger,
         settle_s=config.provided.settle,
+        mig=mig,
     )
     service = providers.Singleton(
         DevicePluginService, gpus, allocator, settings.provided.preferred_allocation
@@ -227,5 +268,11 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     )
     health = providers.Singleton(HealthWatcher, gpu_port, gpus)
     daemon = providers.Singleton(
-        DevicePluginDaemon, session, registrar, health, gpu_port, config.provided.kubelet_poll
+        DevicePluginDaemon,
+        session,
+        registrar,
+        health,
+        gpu_port,
+        config.provided.kubelet_poll,
+        mig=mig,
     )

@@ -4,6 +4,7 @@ import logging
 import threading
 
 from vgpu.app.device_plugin.health import HealthWatcher
+from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.ports.gpu import GpuPort
@@ -12,7 +13,8 @@ log = logging.getLogger(__name__)
 
 
 class DevicePluginDaemon:
-    """Node registration and health watching on threads; the kubelet session on the caller's."""
+    """Node registration, health watching and (on a node with GPUs in MIG mode) the release of
+    MIG instances on threads; the kubelet session on the caller's."""
 
     def __init__(
         self,
@@ -21,12 +23,14 @@ class DevicePluginDaemon:
         health: HealthWatcher,
         gpu_port: GpuPort,
         kubelet_poll_s: float = 1.0,
+        mig: MigManager | None = None,
     ) -> None:
         self._session = session
         self._registrar = registrar
         self._health = health
         self._gpu_port = gpu_port
         self._poll = kubelet_poll_s
+        self._mig = mig if mig is not None and mig.active else None
 
     def run(self, stop: threading.Event) -> None:
         """Serve and register, keep it so, until `stop` is set; socket removed on the way out."""
@@ -34,6 +38,9 @@ class DevicePluginDaemon:
             threading.Thread(target=self._registrar.run, args=(stop,), name="node-registrar"),
             threading.Thread(target=self._health.run, args=(stop,), name="gpu-health"),
         ]
+        if self._mig is not None:
+            self._mig.start()  # before serving, as HAMi cleans up before its first Allocate
+            threads.append(threading.Thread(target=self._mig.run, args=(stop,), name="mig"))
         for thread in threads:
             thread.daemon = True
             thread.start()

@@ -74,6 +74,15 @@ class GpuState:
                 if not gpu.mig_enabled or self._mig_profiles.get(uuid)
             ]
 
+    def mig_uuids(self) -> frozenset[str]:
+        """The GPUs registered in MIG mode: MIG on and at least one profile published."""
+        with self._changed:
+            return frozenset(
+                uuid
+                for uuid, gpu in self._gpus.items()
+                if gpu.mig_enabled and self._mig_profiles.get(uuid)
+            )
+
     def card(self, uuid: str) -> Device | None:
         """The registered view of one card, or None when this node does not have it."""
         with self._changed:

@@ -1,0 +1,306 @@
+"""Allocate on GPUs in MIG mode (contracts.md 12.1, 12.5, 12.6): the container gets the MIG
+instances the scheduler reserved for it, made at the reserved placements; the pod's
+reservations gain the instances' runtime identity; anything wrong is refused and undone."""
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.unit.device_plugin.migworld import (
+    GPUS,
+    MIG_A,
+    MIG_B,
+    PROFILES,
+    SHARED,
+    mig_pod,
+    mig_world,
+    reserve,
+)
+from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.domain.mig import MigInstance, MigPlacement
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    MigReservation,
+    MigRuntime,
+    decode_mig_allocations,
+)
+from vgpu.domain.pod import Container, Pod
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.ports.gpu import MigError
+from vgpu.ports.kubelet import DevicePluginError
+
+SMALL = "NVIDIA,4864,15:"
+LARGE = "NVIDIA,19968,43:"
+
+
+def test_allocate_makes_the_reserved_instance_and_answers_its_mig_uuid(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    w.put(mig_pod(f"{MIG_A},{LARGE};", [reserve(0, 0, MIG_A, "3g.20gb", 4, 4)]))
+
+    (answer,) = w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    (made,) = w.fake.mig_instances()
+    assert (made.gpu_uuid, made.profile, made.placement) == (MIG_A, "3g.20gb", MigPlacement(4, 4))
+    assert answer.envs == {"NVIDIA_VISIBLE_DEVICES": made.mig_uuid}
+    assert list(answer.mounts) == []
+    pod = w.pod()
+    (recorded,) = decode_mig_allocations(pod.annotations[MIG_ALLOCATIONS_ANNOTATION])
+    assert recorded.runtime == MigRuntime(made.mig_uuid, made.gpu_instance_id, 0)
+    assert pod.annotations["hami.io/bind-phase"] == "success"
+    assert w.allocator._trust.problem(pod) is None  # runtime fields keep the signature valid
+
+
+def test_devices_follow_the_reservations_device_order_counting_init_containers_first(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    reservations = [
+        reserve(1, 1, MIG_B, "1g.5gb", 6, 1),
+        reserve(1, 0, MIG_A, "1g.5gb", 0, 1),
+    ]
+    w.put(
+        mig_pod(
+            f";{MIG_A},{SMALL}{MIG_B},{SMALL};",
+            reservations,
+            Container("fetch", is_init=True),
+            Container("main", limits={"nvidia.com/gpu": 2}),
+        )
+    )
+
+    (answer,) = w.allocator.allocate([[f"{MIG_A}-0", f"{MIG_B}-0"]])
+
+    by_gpu = {i.gpu_uuid: i for i in w.fake.mig_instances()}
+    assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == (
+        f"{by_gpu[MIG_A].mig_uuid},{by_gpu[MIG_B].mig_uuid}"
+    )
+    assert w.live() == [(MIG_A, "1g.5gb", 0, 1), (MIG_B, "1g.5gb", 6, 1)]
+
+
+def test_an_instance_the_pod_already_has_is_reused_not_made_twice(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    pod = w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 3, 1)]))
+    reservations = decode_mig_allocations(pod.annotations[MIG_ALLOCATIONS_ANNOTATION])
+
+    first = w.mig.realize(pod, reservations)
+    again = w.mig.realize(pod, reservations)
+
+    assert again.instances == first.instances
+    assert again.created == ()
+    assert len(w.fake.mig_instances()) == 1
+
+
+class FailingSecondCreate(FakeGpus):
+    def __init__(self) -> None:
+        super().__init__(GPUS, mig_profiles={MIG_A: PROFILES, MIG_B: PROFILES})
+        self.creates = 0
+
+    def create_mig_instance(
+        self, gpu_uuid: str, profile: str, placement: MigPlacement
+    ) -> MigInstance:
+        self.creates += 1
+        if self.creates == 2:
+            raise MigError(f"GPU {gpu_uuid}: NVML refused (Insufficient Resources)")
+        return super().create_mig_instance(gpu_uuid, profile, placement)
+
+
+def test_a_failure_midway_destroys_what_the_call_made_and_fails_the_pod(tmp_path: Path) -> None:
+    w = mig_world(tmp_path, fake=FailingSecondCreate())
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 0, 1), reserve(0, 1, MIG_B, "1g.5gb", 0, 1)]
+    w.put(mig_pod(f"{MIG_A},{SMALL}{MIG_B},{SMALL};", reservations))
+
+    with pytest.raises(DevicePluginError, match="Insufficient Resources"):
+        w.allocator.allocate([[f"{MIG_A}-0", f"{MIG_B}-0"]])
+
+    assert w.fake.mig_instances() == []
+    assert w.mig.managed() == []
+    assert w.pod().annotations["hami.io/bind-phase"] == "failed"
+    assert w.cluster.events[-1][2] == "GPUAllocationFailed"
+
+
+@pytest.mark.parametrize(
+    ("grants", "reservations", "problem"),
+    [
+        (
+            f"{MIG_A},{SMALL}{MIG_B},{SMALL};",
+            [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)],
+            "is granted 2 MIG device(s) but hami.io/vgpu-mig-allocations reserves 1",
+        ),
+        (
+            f"{MIG_A},{SMALL};",
+            [reserve(0, 0, MIG_B, "1g.5gb", 0, 1)],
+            f"device 0 is reserved on {MIG_B} but granted on {MIG_A}",
+        ),
+        (
+            f"{MIG_A},{SMALL};",
+            [reserve(0, 0, MIG_A, "1g.5gb", 2, 2)],
+            "invalid placement",
+        ),
+    ],
+)
+def test_reservations_that_do_not_match_the_grant_are_refused(
+    tmp_path: Path, grants: str, reservations: list[MigReservation], problem: str
+) -> None:
+    w = mig_world(tmp_path)
+    w.put(mig_pod(grants, reservations))
+    devices = [f"{g.split(',')[0]}-0" for g in grants.rstrip(";").split(":") if g]
+
+    with pytest.raises(DevicePluginError, match=re.escape(problem)):
+        w.allocator.allocate([devices])
+
+    assert w.fake.mig_instances() == []
+    assert w.pod().annotations["hami.io/bind-phase"] == "failed"
+
+
+def test_reservations_altered_after_signing_are_refused(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    pod = mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)])
+    forged = dict(pod.annotations)
+    forged[MIG_ALLOCATIONS_ANNOTATION] = forged[MIG_ALLOCATIONS_ANNOTATION].replace(
+        '"start":0', '"start":5'
+    )
+    w.put(replace(pod, annotations=forged))
+
+    with pytest.raises(DevicePluginError, match="does not verify"):
+        w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    assert w.fake.mig_instances() == []
+
+
+def test_unsigned_reservations_are_refused(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    pod = mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)])
+    bare = {k: v for k, v in pod.annotations.items() if k != GRANT_SIGNATURE_ANNOTATION}
+    w.put(replace(pod, annotations=bare))
+
+    with pytest.raises(DevicePluginError, match=r"has no vgpu\.io/grant-signature"):
+        w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    assert w.fake.mig_instances() == []
+
+
+def test_a_container_mixing_mig_and_shared_cards_is_refused(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    w.put(
+        mig_pod(f"{MIG_A},{SMALL}{SHARED},NVIDIA,1000,10:;", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)])
+    )
+
+    with pytest.raises(DevicePluginError, match="MIG instances or HAMi-core slices, not both"):
+        w.allocator.allocate([[f"{MIG_A}-0", f"{SHARED}-0"]])
+
+    assert w.fake.mig_instances() == []
+
+
+def test_slices_held_by_another_pods_instance_are_refused(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    w.put(mig_pod(f"{MIG_A},{LARGE};", [reserve(0, 0, MIG_A, "3g.20gb", 0, 4)]))
+    w.allocator.allocate([[f"{MIG_A}-0"]])
+    w.cluster.put_pod(replace(w.pod(), phase="Running"))
+    w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 2, 1)], name="second"))
+
+    with pytest.raises(DevicePluginError, match=r"held by MIG instance .* of pod default/train"):
+        w.allocator.allocate([[f"{MIG_A}-1"]])
+
+    assert w.live() == [(MIG_A, "3g.20gb", 0, 4)]
+
+
+def test_a_leftover_instance_in_the_reserved_slices_is_cleared_first(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    leftover = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(1, 1))
+    w.put(mig_pod(f"{MIG_A},{LARGE};", [reserve(0, 0, MIG_A, "3g.20gb", 0, 4)]))
+
+    w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    assert leftover not in w.fake.mig_instances()
+    assert w.live() == [(MIG_A, "3g.20gb", 0, 4)]
+
+
+class StatusUpdateBeforePatch(FakeCluster):
+    """Another writer (the kubelet's status update) bumps the pod's resourceVersion just
+    before the plugin's conditional patch."""
+
+    bumped = False
+
+    def patch_pod_annotations(
+        self,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        labels: Mapping[str, str | None] | None = None,
+        resource_version: str | None = None,
+    ) -> Pod:
+        if resource_version is not None and not self.bumped:
+            self.bumped = True
+            current = self.get_pod(namespace, name)
+            assert current is not None
+            self.put_pod(current)
+        return super().patch_pod_annotations(namespace, name, annotations, labels, resource_version)
+
+
+def test_a_status_update_between_read_and_patch_does_not_fail_the_pod(tmp_path: Path) -> None:
+    w = mig_world(tmp_path, cluster=StatusUpdateBeforePatch())
+    w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
+
+    w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    (recorded,) = decode_mig_allocations(w.pod().annotations[MIG_ALLOCATIONS_ANNOTATION])
+    assert recorded.runtime is not None
+    assert w.pod().annotations["hami.io/bind-phase"] == "success"
+
+
+def test_a_conflict_over_changed_reservations_fails_and_undoes(tmp_path: Path) -> None:
+    class ReservationsRewritten(FakeCluster):
+        rewritten = False
+
+        def patch_pod_annotations(
+            self,
+            namespace: str,
+            name: str,
+            annotations: Mapping[str, str | None],
+            labels: Mapping[str, str | None] | None = None,
+            resource_version: str | None = None,
+        ) -> Pod:
+            if resource_version is not None and not self.rewritten:
+                self.rewritten = True
+                super().patch_pod_annotations(namespace, name, {MIG_ALLOCATIONS_ANNOTATION: "[]"})
+            return super().patch_pod_annotations(
+                namespace, name, annotations, labels, resource_version
+            )
+
+    w = mig_world(tmp_path, cluster=ReservationsRewritten())
+    w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
+
+    with pytest.raises(DevicePluginError, match="resourceVersion"):
+        w.allocator.allocate([[f"{MIG_A}-0"]])
+
+    assert w.fake.mig_instances() == []
+
+
+def test_containers_served_in_separate_calls_each_record_their_instances(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 0, 1), reserve(1, 0, MIG_B, "1g.5gb", 0, 1)]
+    w.put(
+        mig_pod(
+            f"{MIG_A},{SMALL};{MIG_B},{SMALL};",
+            reservations,
+            Container("first", limits={"nvidia.com/gpu": 1}),
+            Container("second", limits={"nvidia.com/gpu": 1}),
+        )
+    )
+
+    (first,) = w.allocator.allocate([[f"{MIG_A}-0"]])
+    w.mig.reconcile()  # the release loop between the calls keeps what the pod holds
+    (second,) = w.allocator.allocate([[f"{MIG_B}-0"]])
+
+    recorded = decode_mig_allocations(w.pod().annotations[MIG_ALLOCATIONS_ANNOTATION])
+    assert [r.runtime.mig_uuid if r.runtime else None for r in recorded] == [
+        first.envs["NVIDIA_VISIBLE_DEVICES"],
+        second.envs["NVIDIA_VISIBLE_DEVICES"],
+    ]
+    assert len(w.fake.mig_instances()) == 2
+    assert w.pod().annotations["hami.io/bind-phase"] == "success"

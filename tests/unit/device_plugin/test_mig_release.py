@@ -1,0 +1,166 @@
+"""MIG instances go when their pod goes, and a restarted plugin takes up the instances its pods
+still use (contracts.md 12.6); whatever cannot be read leaves every instance in place."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.unit.device_plugin.migworld import (
+    MIG_A,
+    MIG_B,
+    MigWorld,
+    mig_pod,
+    mig_world,
+    reserve,
+)
+from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.domain.mig import MigInstance, MigPlacement
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    MigReservation,
+    MigRuntime,
+    encode_mig_allocations,
+)
+from vgpu.domain.pod import Pod
+from vgpu.ports.cluster import ClusterError
+
+SMALL = "NVIDIA,4864,15:"
+
+
+def allocated(w: MigWorld, name: str, gpu: str, start: int) -> Pod:
+    """A pod that got a 1g.5gb instance at `start` on `gpu` and now runs."""
+    w.put(mig_pod(f"{gpu},{SMALL};", [reserve(0, 0, gpu, "1g.5gb", start, 1)], name=name))
+    w.allocator.allocate([[f"{gpu}-0"]])
+    return w.cluster.put_pod(replace(w.pod(name), phase="Running"))
+
+
+@pytest.mark.parametrize(
+    "going",
+    [
+        lambda w, pod: w.cluster.put_pod(replace(pod, phase="Succeeded")),
+        lambda w, pod: w.cluster.put_pod(replace(pod, phase="Failed")),
+        lambda w, pod: w.cluster.put_pod(replace(pod, deleting=True)),
+        lambda w, pod: w.cluster.delete_pod(pod.namespace, pod.name),
+    ],
+    ids=["succeeded", "failed", "deleting", "deleted"],
+)
+def test_the_instance_of_a_pod_that_goes_is_destroyed_and_others_kept(
+    tmp_path: Path, going: object
+) -> None:
+    w = mig_world(tmp_path)
+    gone = allocated(w, "gone", MIG_A, 0)
+    allocated(w, "stays", MIG_B, 6)
+
+    going(w, gone)  # type: ignore[operator]
+    assert w.mig.reconcile()
+
+    assert w.live() == [(MIG_B, "1g.5gb", 6, 1)]
+    assert [m.pod for m in w.mig.managed()] == ["default/stays"]
+
+
+def test_nothing_is_destroyed_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
+    class Unreachable(FakeCluster):
+        down = False
+
+        def list_pods(self, node_name: str | None = None) -> list[Pod]:
+            if self.down:
+                raise ClusterError("the API server is unreachable")
+            return super().list_pods(node_name)
+
+    cluster = Unreachable()
+    w = mig_world(tmp_path, cluster=cluster)
+    pod = allocated(w, "gone", MIG_A, 0)
+    w.cluster.delete_pod(pod.namespace, pod.name)
+    cluster.down = True
+
+    assert not w.mig.reconcile()
+    assert w.live() == [(MIG_A, "1g.5gb", 0, 1)]
+
+    cluster.down = False
+    assert w.mig.reconcile()
+    assert w.live() == []
+
+
+def test_an_unreadable_annotation_on_any_pod_skips_the_cycle(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    gone = allocated(w, "gone", MIG_A, 0)
+    w.cluster.put_pod(replace(gone, phase="Succeeded"))
+    broken = mig_pod(f"{MIG_B},{SMALL};", [], name="broken")
+    annotations = {**broken.annotations, MIG_ALLOCATIONS_ANNOTATION: '[{"containerIndex":'}
+    w.cluster.put_pod(replace(broken, annotations=annotations))
+
+    assert not w.mig.reconcile()
+
+    assert w.live() == [(MIG_A, "1g.5gb", 0, 1)]
+
+
+def running_with(name: str, instance: MigInstance, runtime: MigRuntime | None) -> Pod:
+    """A running pod whose reservation names `instance`'s slices, with `runtime` recorded."""
+    reservation = MigReservation(
+        0, 0, instance.gpu_uuid, instance.profile, instance.placement, runtime
+    )
+    pod = mig_pod(f"{instance.gpu_uuid},{SMALL};", [reservation], name=name, phase="Running")
+    annotations = {
+        **pod.annotations,
+        MIG_ALLOCATIONS_ANNOTATION: encode_mig_allocations([reservation]),
+    }
+    return replace(pod, annotations=annotations)
+
+
+def identity(instance: MigInstance) -> MigRuntime:
+    return MigRuntime(instance.mig_uuid, instance.gpu_instance_id, instance.compute_instance_id)
+
+
+def test_start_adopts_recorded_instances_and_destroys_only_on_gpus_no_pod_uses(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    used = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(0, 1))
+    unknown_beside = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(1, 1))
+    stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
+    w.cluster.put_pod(running_with("user", used, identity(used)))
+
+    assert w.mig.start()
+
+    assert [(m.pod, m.instance) for m in w.mig.managed()] == [("default/user", used)]
+    assert stray not in w.fake.mig_instances()
+    assert unknown_beside in w.fake.mig_instances()  # its GPU serves a pod: left alone
+
+
+def test_an_adopted_instance_is_released_when_its_pod_goes(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    used = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(0, 1))
+    pod = w.cluster.put_pod(running_with("user", used, identity(used)))
+    assert w.mig.start()
+
+    w.cluster.put_pod(replace(pod, phase="Succeeded"))
+    assert w.mig.reconcile()
+
+    assert w.fake.mig_instances() == []
+
+
+def test_a_recorded_identity_that_does_not_match_is_not_adopted(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    used = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(0, 1))
+    wrong = MigRuntime(used.mig_uuid, used.gpu_instance_id + 5, 0)
+    w.cluster.put_pod(running_with("user", used, wrong))
+
+    assert w.mig.start()
+
+    assert w.mig.managed() == []
+    assert w.fake.mig_instances() == [used]  # its GPU is reserved: never destroyed at start
+
+
+def test_start_destroys_nothing_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
+    class Unreachable(FakeCluster):
+        def list_pods(self, node_name: str | None = None) -> list[Pod]:
+            raise ClusterError("the API server is unreachable")
+
+    w = mig_world(tmp_path, cluster=Unreachable())
+    stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
+
+    assert not w.mig.start()
+    assert not w.mig.reconcile()
+
+    assert w.fake.mig_instances() == [stray]
