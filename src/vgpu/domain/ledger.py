@@ -6,6 +6,8 @@ The scheduler owns one Ledger, feeds it node and pod events, and asks it for dec
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.decision import Decision
@@ -140,6 +142,9 @@ class Ledger:
         hold once its init containers have finished (`vgpu.domain.initrelease.pod_hold`).
         """
         footprint = dict(footprint) if footprint is not None else pod_footprint(grants, init_count)
+        unplaced = self._pin_unplaced(pod, node, footprint)
+        if unplaced and strict:
+            raise LedgerError(unplaced[0])
         previous = self._pods.get(pod)
         if (
             previous is not None
@@ -151,7 +156,7 @@ class Ledger:
         node_usage = dict(self._usage.get(node, {}))
         if previous is not None and previous.node == node:
             self._take_off(node, node_usage, previous)
-        problems = self._check(pod, node, footprint, node_usage, strict)
+        problems = unplaced + self._check(pod, node, footprint, node_usage, strict)
         if previous is not None:
             self.release(pod)
         usage = self._usage.setdefault(node, {})
@@ -229,6 +234,23 @@ class Ledger:
                 problems.append(message)
         return problems
 
+    def _pin_unplaced(self, pod: str, node: str, footprint: dict[str, Usage]) -> list[str]:
+        """A slice of a card in MIG mode without a MIG instance (a grant from a scheduler that
+        writes no reservations, or a card switched to MIG since): where its instance sits is
+        unknown, so it is counted on every slice of the card, as HAMi stops using the card."""
+        problems = []
+        for device in self._devices.get(node, ()):
+            amount = footprint.get(device.uuid)
+            if amount is None or amount.mig or device.mode != MIG_MODE:
+                continue
+            whole = _every_slice(device)
+            footprint[device.uuid] = Usage(amount.slices, amount.memory, amount.cores, whole)
+            problems.append(
+                f"pod {pod}: card {device.uuid} on {node} is in MIG mode but the pod's grant "
+                "names no MIG instance there; the whole card counts as taken while it runs"
+            )
+        return problems
+
     def _take_off(self, node: str, usage: dict[str, Usage], allocation: PodAllocation) -> None:
         """Subtract a pod's hold from `usage`, keeping MIG slices that another pod's grant (a
         signed one recorded past an overlap, say) still claims: never count too little."""
@@ -253,13 +275,20 @@ class Ledger:
         return claimed
 
 
+def _every_slice(device: Device) -> int:
+    return reduce(
+        or_,
+        (p.mask for profile in device.mig_profiles for p in profile.placements if p.fits_mask),
+        0,
+    )
+
+
 def _misfit(held: Usage, amount: Usage, device: Device) -> str | None:
     """Why `amount` cannot join `held` on `device`, or None."""
     if held.collides(amount):
         return f"would share MIG slices {bin(held.mig & amount.mig)} with another instance"
-    if bool(amount.mig) != (device.mode == MIG_MODE):
-        kind = "a MIG instance" if amount.mig else "a slice without a MIG instance"
-        return f"is in mode {device.mode or '(none)'!r} but would get {kind}"
+    if amount.mig and device.mode != MIG_MODE:
+        return f"is in mode {device.mode or '(none)'!r}, not mig, but would get a MIG instance"
     after = held + amount
     if after.fits_in(device):
         return None
