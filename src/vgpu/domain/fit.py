@@ -207,7 +207,7 @@ def _candidates(
         if mig_pod and device.mode == MIG_MODE:  # the instance charges its profile's share
             chosen = pick_mig_slot(device, memory, used.mig)
             if chosen is None:
-                rejected.append(CardRejection(device.uuid, Reason.MIG_TOPOLOGY))
+                rejected.append(CardRejection(device.uuid, Reason.MIG_TOPOLOGY, memory))
                 continue
             profile, slot = chosen
             memory, cores = profile.memory_mib, profile.core
