@@ -1,6 +1,8 @@
 """Dynamic MIG on the scheduler side: which profile and placement a pod that names `mig` gets,
 what the grant charges, and how the ledger keeps instances from overlapping (contracts.md 12.4)."""
 
+import doctest
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,7 +24,12 @@ from vgpu.domain import (
     Usage,
     decide,
     fit_pod,
+    initrelease,
+    mig,
+    mig_allocations,
     mig_choice,
+    mig_fit,
+    mig_grants,
     plan_pod,
 )
 from vgpu.domain.errors import CodecError
@@ -257,3 +264,10 @@ def test_a_rebuilt_instance_on_a_card_no_longer_in_mig_mode_still_counts() -> No
     problems = ledger.record_pod(_reported(_reservation()), NVIDIA)
     assert problems and "not mig, but would get a MIG instance" in problems[0]
     assert ledger.usage("n", "GPU-mig").slices == 1
+
+
+@pytest.mark.parametrize("module", [mig, mig_fit, mig_grants, mig_allocations, initrelease])
+def test_docstring_examples_hold(module: ModuleType) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
