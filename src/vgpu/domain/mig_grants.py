@@ -39,12 +39,13 @@ def with_mig_reservations(grants: PodGrants, reservations: Sequence[MigReservati
     """`grants` (decoded from the device lists) with each reservation's instance attached.
 
     CodecError when a reservation names a container or device the lists do not have, another
-    card than the grant at that position, or slices no GPU has: the two annotations disagree,
-    so neither can be believed.
+    card than the grant at that position, slices no GPU has, or slices another reservation of
+    the pod has: the annotations disagree, so neither can be believed.
     """
     if not reservations:
         return grants
     attached = [list(container) for container in grants]
+    taken: dict[str, int] = {}  # card -> slices reserved by the entries before
     for position, reservation in enumerate(reservations):
         where = f"entry #{position}"
         container, device = reservation.key
@@ -68,5 +69,12 @@ def with_mig_reservations(grants: PodGrants, reservations: Sequence[MigReservati
                 f"placement {reservation.placement} is past any GPU",
             )
         slot = MigSlot(reservation.profile, reservation.placement)
+        if taken.get(grant.uuid, 0) & slot.mask:
+            raise CodecError(
+                MIG_ALLOCATIONS_ANNOTATION,
+                where,
+                f"placement {reservation.placement} overlaps another instance of the pod",
+            )
+        taken[grant.uuid] = taken.get(grant.uuid, 0) | slot.mask
         attached[container][device] = replace(grant, mig=slot)
     return tuple(tuple(container) for container in attached)

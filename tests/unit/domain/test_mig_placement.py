@@ -222,9 +222,9 @@ def _reported(reservations: str, allocated: str = "GPU-mig,NVIDIA,19968,29:;") -
     return pod(container(gpu=1, mem=12000), name="seen", annotations=annotations)
 
 
-def _reservation(uuid: str = "GPU-mig", container: int = 0, start: int = 2) -> str:
+def _reservation(uuid: str = "GPU-mig", container: int = 0, start: int = 2, device: int = 0) -> str:
     return (
-        f'[{{"containerIndex":{container},"deviceIndex":0,"gpuUUID":"{uuid}",'
+        f'[{{"containerIndex":{container},"deviceIndex":{device},"gpuUUID":"{uuid}",'
         f'"profile":"2g.20gb","placement":{{"start":{start},"size":2}},'
         '"migUUID":"MIG-1","gpuInstanceID":5,"computeInstanceID":0}]'
     )
@@ -256,6 +256,15 @@ def test_reservations_that_disagree_with_the_device_list_are_not_counted(
     ledger = mig_ledger()
     with pytest.raises(CodecError, match=problem):
         ledger.record_pod(_reported(reservations), NVIDIA)
+    assert ledger.pods() == []
+
+
+def test_two_reservations_of_one_pod_on_the_same_slices_are_not_counted() -> None:
+    both = _reservation()[:-1] + "," + _reservation(start=3, container=1)[1:]
+    twice = "GPU-mig,NVIDIA,19968,29:;GPU-mig,NVIDIA,19968,29:;"
+    ledger = mig_ledger()
+    with pytest.raises(CodecError, match=r"entry #1: placement .* overlaps another instance"):
+        ledger.record_pod(_reported(both, twice), NVIDIA)
     assert ledger.pods() == []
 
 
