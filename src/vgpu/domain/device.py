@@ -73,13 +73,16 @@ class Usage:
         return bool(self.mig & other.mig)
 
     def fits_in(self, device: Device) -> bool:
-        """Within the card's slices, memory and cores. On a MIG card cores are not checked:
-        each profile's share is rounded up, so seven 1g instances add up to more than 100 %;
-        the placements (`collides`) are what bound it."""
+        """Within the card's slices, memory and cores. On a MIG card only the slices count: its
+        instances charge their profiles' memory and cores, which the device plugin reports
+        apart from the card's (each core share is rounded up, so seven 1g instances add up to
+        105 %); the placements (`collides`) are what bound them, as in HAMi."""
+        if device.mode == MIG_MODE:
+            return self.slices <= device.count
         return (
             self.slices <= device.count
             and self.memory <= device.memory
-            and (self.cores <= device.cores or device.mode == MIG_MODE)
+            and self.cores <= device.cores
         )
 
     @property

@@ -280,3 +280,26 @@ def test_docstring_examples_hold(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_seven_1g_instances_fill_a_card_although_their_cores_add_up_past_100() -> None:
+    ledger = mig_ledger()
+    for step in range(7):
+        decision = ledger.decide(mig_plan(container(gpu=1, mem=9000)))
+        assert isinstance(decision, Placement), decision
+        ledger.grant(f"default/p{step}", "n", decision.grants)
+    assert ledger.usage("n", "GPU-mig") == Usage(7, 7 * 9856, 105, mig=0b0111_1111)
+    full = ledger.decide(mig_plan(container(gpu=1, mem=1000)))
+    assert isinstance(full, NoPlacement)
+    assert full.rejections["n"].hami_reason == "1/1 CardTimeSlicingExhausted"
+
+
+def test_profiles_larger_than_the_registered_memory_still_make_a_valid_grant() -> None:
+    """A register whose profiles add up to more than `devmem` (odd, but it is what the node
+    says): the grant the fit makes is one the ledger records."""
+    ledger = mig_ledger(mig_card(memory=16000))
+    plan = mig_plan(container(gpu=1, mem=12000))
+    decision = ledger.decide(plan)
+    assert isinstance(decision, Placement)
+    assert decision.grants[0][0].memory == 19968
+    assert ledger.grant(plan.key, "n", decision.grants) == []
