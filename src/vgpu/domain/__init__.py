@@ -45,6 +45,8 @@ from vgpu.domain.errors import (
 from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, node_score
 from vgpu.domain.grant import DeviceGrant, PodGrants
 from vgpu.domain.ledger import Ledger
+from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
+from vgpu.domain.mig_fit import mig_choice
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Container, Pod, pod_from_manifest
 from vgpu.domain.policy import PodPolicies, Policy, card_score, pod_policies
@@ -79,6 +81,9 @@ __all__ = [
     "KeyRing",
     "Ledger",
     "LedgerError",
+    "MigPlacement",
+    "MigProfile",
+    "MigSlot",
     "Mount",
     "NoPlacement",
     "NodeRejection",
@@ -114,6 +119,7 @@ __all__ = [
     "encode_pod_grants",
     "fit_pod",
     "limits_from_hard",
+    "mig_choice",
     "node_from_manifest",
     "node_score",
     "parse_request",

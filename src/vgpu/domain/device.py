@@ -28,17 +28,26 @@ class Device:
     mig_profiles: tuple[MigProfile, ...] = ()  # `migProfiles`, MIG mode only (HAMi v2.10)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Usage:
-    """What is taken of one card: slices (containers), memory MiB, core percent."""
+    """What is taken of one card: slices (containers), memory MiB, core percent, and on a card
+    in MIG mode the memory slices its instances occupy (`mig`, bit i = slice i).
+
+    Adding claims joins their slices and subtracting frees them; whether two claims share a
+    slice is `collides`, which a sum cannot tell.
+    """
 
     slices: int = 0
     memory: int = 0
     cores: int = 0
+    mig: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
-            self.slices + other.slices, self.memory + other.memory, self.cores + other.cores
+            self.slices + other.slices,
+            self.memory + other.memory,
+            self.cores + other.cores,
+            self.mig | other.mig,
         )
 
     def __sub__(self, other: "Usage") -> "Usage":
@@ -46,17 +55,30 @@ class Usage:
             max(0, self.slices - other.slices),
             max(0, self.memory - other.memory),
             max(0, self.cores - other.cores),
+            self.mig & ~other.mig,
         )
 
     def union(self, other: "Usage") -> "Usage":
-        """Component-wise maximum: the larger of two claims that never run at the same time."""
+        """Component-wise maximum: the larger of two claims that never run at the same time
+        (MIG slices are joined: an instance lives as long as its pod)."""
         return Usage(
             max(self.slices, other.slices),
             max(self.memory, other.memory),
             max(self.cores, other.cores),
+            self.mig | other.mig,
         )
 
+    def collides(self, other: "Usage") -> bool:
+        """Whether the two claims want a MIG memory slice in common."""
+        return bool(self.mig & other.mig)
+
     def fits_in(self, device: Device) -> bool:
+        """Within the card's slices, memory and cores. On a MIG card only the slices count: its
+        instances charge their profiles' memory and cores, which the device plugin reports
+        apart from the card's (each core share is rounded up, so seven 1g instances add up to
+        105 %); the placements (`collides`) are what bound them, as in HAMi."""
+        if device.mode == MIG_MODE:
+            return self.slices <= device.count
         return (
             self.slices <= device.count
             and self.memory <= device.memory
@@ -65,7 +87,11 @@ class Usage:
 
     @property
     def is_idle(self) -> bool:
-        return self.slices == 0 and self.memory == 0 and self.cores == 0
+        return self.slices == 0 and self.memory == 0 and self.cores == 0 and self.mig == 0
+
+    def __repr__(self) -> str:
+        mig = f", mig={bin(self.mig)}" if self.mig else ""
+        return f"Usage(slices={self.slices}, memory={self.memory}, cores={self.cores}{mig})"
 
 
 IDLE = Usage()

@@ -14,7 +14,7 @@ from typing import Any
 from vgpu.domain.decision import Decision, Placement, decide
 from vgpu.domain.device import Device
 from vgpu.domain.fit import NodeView, PodPlan
-from vgpu.domain.grant import PodGrants
+from vgpu.domain.grant import DeviceGrant, PodGrants
 from vgpu.domain.preemption import Victim, choose_victims, cost
 from vgpu.domain.quota import UNLIMITED, Budget, pod_charge
 from vgpu.domain.reasons import NodeRejection, Reason, phrase
@@ -196,6 +196,14 @@ def _verdict(rejection: NodeRejection, view: NodeView | None, budget: Budget) ->
         )
         sentence = f"its cards are shared by as many containers as they allow ({shares})"
         return NodeVerdict(rejection.node, False, reason.value, sentence, _FAR)
+    if reason is Reason.MIG_TOPOLOGY:
+        cards = [c for c in rejection.cards if c.reason is reason]
+        noun = "card has" if len(cards) == 1 else "cards have"
+        sentence = (
+            f"{len(cards)} MIG {noun} no free placement for a profile of at least "
+            f"{cards[0].need} MiB (instances there may not overlap; one must end first)"
+        )
+        return NodeVerdict(rejection.node, False, reason.value, sentence, _FAR)
     if reason is Reason.TYPE_MISMATCH and devices:
         types = ", ".join(sorted({d.type for d in devices.values()}))
         sentence = f"its cards ({types}) are not a type the pod accepts"
@@ -365,12 +373,31 @@ def _wait(
 
 
 def _grants(grants: PodGrants) -> str:
-    parts = [f"{g.uuid} {g.memory} MiB {g.cores}% cores" for container in grants for g in container]
+    parts = [
+        f"{g.uuid} {g.memory} MiB {g.cores}% cores{_instance(g)}"
+        for container in grants
+        for g in container
+    ]
     return "cards " + ("; ".join(parts) or "none")
 
 
+def _instance(grant: DeviceGrant) -> str:
+    if grant.mig is None:
+        return ""
+    start, size = grant.mig.placement.start, grant.mig.placement.size
+    return f" as MIG {grant.mig.profile} at slices {start}-{start + size - 1}"
+
+
 def _grant_dicts(grants: PodGrants) -> list[list[dict[str, Any]]]:
-    return [
-        [{"uuid": g.uuid, "memory": g.memory, "cores": g.cores} for g in container]
-        for container in grants
-    ]
+    return [[_grant_dict(g) for g in container] for container in grants]
+
+
+def _grant_dict(grant: DeviceGrant) -> dict[str, Any]:
+    found: dict[str, Any] = {"uuid": grant.uuid, "memory": grant.memory, "cores": grant.cores}
+    if grant.mig is not None:
+        placement = grant.mig.placement
+        found["mig"] = {
+            "profile": grant.mig.profile,
+            "placement": {"start": placement.start, "size": placement.size},
+        }
+    return found

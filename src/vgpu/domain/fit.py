@@ -4,8 +4,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from vgpu.domain.device import Device, Usage
-from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, pod_footprint
+from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, held_for_life, pod_footprint
+from vgpu.domain.mig import MigSlot
+from vgpu.domain.mig_fit import pick_mig_slot
 from vgpu.domain.policy import PodPolicies, Policy, fullness_of, preference, weighted_fullness
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, summarize_cards
@@ -17,7 +19,8 @@ IDLE = Usage()
 NO_SCORES: PairScores = MappingProxyType({})
 DEFAULT_POLICIES = PodPolicies()
 ANY_CARD = CardSelector()
-Candidate = tuple[float, Device, int]  # (rank: higher is taken first, card, memory it would take)
+# (rank: higher is taken first, card, memory and cores it would take, MIG instance or None)
+Candidate = tuple[float, Device, int, int, MigSlot | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,26 +64,32 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
 
     Init containers run alone before the app containers, so each is placed against the node as
     it is; app containers are placed one after another, each seeing the cards the previous ones
-    took. The pod's quota charge follows the same rule.
+    took. The pod's quota charge follows the same rule. MIG instances are the exception: they
+    last as long as the pod, so every container sees those the earlier ones took.
     """
     if not node.devices:
         return NodeRejection(node.name, Reason.NODE_UNREGISTERED, "node has no registered GPUs")
     grants: list[ContainerGrant] = []
     app_usage: dict[str, Usage] = {}
+    init_mig: dict[str, Usage] = {}  # MIG instances of the init containers placed so far
     app_charge = Usage()
     for position, request in enumerate(plan.requests):
         is_init = position < plan.init_count
         if request is None:
             grants.append(())
             continue
-        taken = {} if is_init else app_usage
+        taken = init_mig if is_init else app_usage
         spent = Usage() if is_init else app_charge
         result = _fit_container(plan, request, node, taken, budget, spent)
         if isinstance(result, NodeRejection):
             name = plan.containers[position]
             return replace(result, message=f"container {name}: {result.message}")
         grants.append(result)
-        if not is_init:
+        if is_init:
+            for grant in held_for_life(result):
+                init_mig[grant.uuid] = init_mig.get(grant.uuid, IDLE) + grant.usage
+                app_usage[grant.uuid] = app_usage.get(grant.uuid, IDLE) + grant.usage
+        else:
             for grant in result:
                 app_usage[grant.uuid] = app_usage.get(grant.uuid, IDLE) + grant.usage
                 app_charge = app_charge + grant.usage
@@ -126,7 +135,7 @@ def card_order(
     """
     plan = PodPlan("", "", ("probe",), (request,), 0, selector, policies)
     candidates, _ = _candidates(plan, request, node, {})
-    order = tuple(device.uuid for _, device, _ in candidates)
+    order = tuple(candidate[1].uuid for candidate in candidates)
     if not policies.topology or len(order) < request.count:
         return order
     chosen = choose_cards(order, request.count, node.pair_scores) or ()
@@ -183,16 +192,25 @@ def _candidates(
     binpack = plan.policies.gpu is Policy.BINPACK
     weights = plan.policies.weights
     picky = plan.selector.picks_cards
-    cores = request.cores
+    mig_pod = plan.selector.takes_mig
     for device in node.devices:
         used = node.usage.get(device.uuid, IDLE)
         if taken and device.uuid in taken:
             used = used + taken[device.uuid]
         memory = request.memory_on(device)
+        cores = request.cores
         refusal = _refuse(plan, request, memory, device, used, node.cordoned, picky)
         if refusal is not None:
             rejected.append(refusal)
             continue
+        slot = None
+        if mig_pod and device.mode == MIG_MODE:  # the instance charges its profile's share
+            chosen = pick_mig_slot(device, memory, used.mig)
+            if chosen is None:
+                rejected.append(CardRejection(device.uuid, Reason.MIG_TOPOLOGY, memory))
+                continue
+            profile, slot = chosen
+            memory, cores = profile.memory_mib, profile.core
         full = weighted_fullness(
             weights,
             used.slices + 1,
@@ -202,7 +220,7 @@ def _candidates(
             used.memory + memory,
             device.memory,
         )
-        candidates.append((full if binpack else -full, device, memory))
+        candidates.append((full if binpack else -full, device, memory, cores, slot))
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
     return candidates, rejected
 
@@ -227,8 +245,8 @@ def _choose(
             group = _linked_best(group, request.count, scores)
         picked: list[DeviceGrant] = []
         charge = spent
-        for _, device, memory in group:
-            grant = DeviceGrant(device.uuid, plan.vendor, memory, request.cores)
+        for _, device, memory, cores, slot in group:
+            grant = DeviceGrant(device.uuid, plan.vendor, memory, cores, slot)
             if budget is not UNLIMITED and not budget.allows(charge + grant.usage):
                 over_quota.append(CardRejection(device.uuid, Reason.QUOTA))
                 continue
@@ -256,7 +274,7 @@ def _refuse(
         reason = Reason.UNHEALTHY
     elif device.uuid in cordoned:
         reason = Reason.CORDONED
-    elif not selector.mode_ok(device):  # every pod: a MIG card never takes a slice
+    elif not selector.mode_ok(device):  # every pod: a MIG card only takes MIG pods
         reason = Reason.MODE
     elif picky and not selector.type_ok(device):
         reason = Reason.TYPE_MISMATCH
@@ -282,7 +300,7 @@ def _refuse(
 def _linked_best(group: list[Candidate], count: int, scores: PairScores) -> list[Candidate]:
     """The `count` cards of `group` that `topology.choose_cards` picks, in the group's order;
     none when the group has too few."""
-    chosen = choose_cards([device.uuid for _, device, _ in group], count, scores)
+    chosen = choose_cards([candidate[1].uuid for candidate in group], count, scores)
     if chosen is None:
         return []
     picked = set(chosen)

@@ -4,20 +4,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from vgpu.domain.device import Usage
+from vgpu.domain.mig import MigSlot
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceGrant:
-    """One slice of one card for one container."""
+    """One slice of one card for one container; on a card in MIG mode, the MIG instance
+    (profile and placement) the slice is, whose memory and cores are the profile's."""
 
     uuid: str
     vendor: str
     memory: int
     cores: int
+    mig: MigSlot | None = None
 
     @property
     def usage(self) -> Usage:
-        return Usage(slices=1, memory=self.memory, cores=self.cores)
+        if self.mig is None:
+            return Usage(1, self.memory, self.cores)
+        return Usage(1, self.memory, self.cores, self.mig.mask)
 
 
 ContainerGrant = tuple[DeviceGrant, ...]
@@ -30,15 +35,29 @@ def pod_footprint(grants: PodGrants, init_count: int) -> dict[str, Usage]:
     Init containers run one after another and before the app containers, so the pod needs, per
     card, the larger of any single init container's claim and the app containers' sum.
     (HAMi adds them all up and so reserves capacity that is never used at the same time.)
+    A MIG instance is different: the device plugin keeps it until the pod ends, so an init
+    container's MIG grants are held beside the app containers' for the pod's whole life.
     """
     app: dict[str, Usage] = _sum_usage(g for c in grants[init_count:] for g in c)
     if not init_count:
         return app
-    footprint = dict(app)
+    footprint = _sum_usage(g for c in grants[:init_count] for g in held_for_life(c))
+    for uuid, usage in app.items():
+        footprint[uuid] = footprint.get(uuid, Usage()) + usage
     for init_container in grants[:init_count]:
-        for uuid, usage in _sum_usage(init_container).items():
+        for uuid, usage in _sum_usage(held_while_running(init_container)).items():
             footprint[uuid] = footprint.get(uuid, Usage()).union(usage)
     return footprint
+
+
+def held_for_life(container: ContainerGrant) -> ContainerGrant:
+    """The container's MIG grants: their instances last until the pod ends."""
+    return tuple(g for g in container if g.mig is not None)
+
+
+def held_while_running(container: ContainerGrant) -> ContainerGrant:
+    """The container's shared (non-MIG) grants: free again once it has finished."""
+    return tuple(g for g in container if g.mig is None)
 
 
 def _sum_usage(grants: Iterable[DeviceGrant]) -> dict[str, Usage]:

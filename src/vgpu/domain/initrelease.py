@@ -19,7 +19,12 @@ from typing import Any
 
 from vgpu.domain.device import Usage
 from vgpu.domain.errors import DomainError
-from vgpu.domain.grant import ContainerGrant, PodGrants
+from vgpu.domain.grant import (
+    ContainerGrant,
+    PodGrants,
+    held_for_life,
+    held_while_running,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +71,15 @@ def pod_hold(grants: PodGrants, progress: InitProgress) -> dict[str, Usage]:
     sidecars started before it) and the app phase (app containers plus every sidecar), which
     without sidecars is `pod_footprint`. After: the app phase alone.
     """
-    started: list[ContainerGrant] = []  # sidecars running so far
+    started: list[ContainerGrant] = []  # sidecars running so far, and MIG instances made
     peak: dict[str, Usage] = {}
     for index, container in enumerate(grants[: progress.count]):
         if index in progress.sidecars:
             started.append(container)
-        elif not progress.finished:
-            peak = _union(peak, _sum([*started, container]))
+            continue
+        started.append(held_for_life(container))  # the device plugin keeps it until the pod ends
+        if not progress.finished:
+            peak = _union(peak, _sum([*started, held_while_running(container)]))
     return _union(peak, _sum([*started, *grants[progress.count :]]))
 
 

@@ -6,15 +6,19 @@ The scheduler owns one Ledger, feeds it node and pod events, and asks it for dec
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.decision import Decision
-from vgpu.domain.device import Device, Usage
+from vgpu.domain.device import MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, pod_footprint
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.ledger_index import LedgerIndex
+from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
+from vgpu.domain.mig_grants import with_mig_reservations
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.topology import PairScores
@@ -80,7 +84,7 @@ class Ledger:
         own = self._pods.get(exclude_pod) if exclude_pod is not None else None
         if own is not None and own.node == node:
             usage = dict(usage)
-            _subtract(usage, own.footprint)
+            self._take_off(node, usage, own)
         return NodeView(
             node,
             self._devices.get(node, ()),
@@ -138,6 +142,9 @@ class Ledger:
         hold once its init containers have finished (`vgpu.domain.initrelease.pod_hold`).
         """
         footprint = dict(footprint) if footprint is not None else pod_footprint(grants, init_count)
+        unplaced = self._pin_unplaced(pod, node, footprint)
+        if unplaced and strict:
+            raise LedgerError(unplaced[0])
         previous = self._pods.get(pod)
         if (
             previous is not None
@@ -148,8 +155,8 @@ class Ledger:
             return []
         node_usage = dict(self._usage.get(node, {}))
         if previous is not None and previous.node == node:
-            _subtract(node_usage, previous.footprint)
-        problems = self._check(pod, node, footprint, node_usage, strict)
+            self._take_off(node, node_usage, previous)
+        problems = unplaced + self._check(pod, node, footprint, node_usage, strict)
         if previous is not None:
             self.release(pod)
         usage = self._usage.setdefault(node, {})
@@ -161,10 +168,11 @@ class Ledger:
 
     def release(self, pod: str) -> bool:
         """Give back a pod's grants; False (and no change) when the pod holds none."""
-        allocation = self._pods.pop(pod, None)
+        allocation = self._pods.get(pod)
         if allocation is None:
             return False
-        _subtract(self._usage.setdefault(allocation.node, {}), allocation.footprint)
+        self._take_off(allocation.node, self._usage.setdefault(allocation.node, {}), allocation)
+        del self._pods[pod]
         self._refresh(allocation.node)
         return True
 
@@ -178,7 +186,9 @@ class Ledger:
         """Follow a pod as the cluster reports it (used for rebuilds after a restart).
 
         A finished pod releases its grant; a pod assigned to a node with a grant annotation
-        holds it. A malformed annotation raises CodecError and leaves the ledger unchanged.
+        holds it, with the MIG instances its `hami.io/vgpu-mig-allocations` reserves. A
+        malformed annotation, or MIG reservations that disagree with the device list, raise
+        CodecError and leave the ledger unchanged.
         """
         if pod.is_finished:
             self.release(pod.key)
@@ -188,6 +198,8 @@ class Ledger:
         if not node or text is None:
             return []
         grants = decode_pod_grants(text, vendor.allocated_annotation)
+        reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
+        grants = with_mig_reservations(grants, reservations)
         after_init = hold_after_init(grants, pod.init_progress)
         return self.grant(pod.key, node, grants, pod.init_count, strict=False, footprint=after_init)
 
@@ -214,17 +226,76 @@ class Ledger:
             if device is None:
                 problems.append(f"pod {pod}: card {uuid} is not on node {node}; its grant is kept")
                 continue
-            after = node_usage.get(uuid, IDLE) + amount
-            if not after.fits_in(device):
-                message = (
-                    f"pod {pod}: card {uuid} on {node} would be over capacity "
-                    f"({after.slices}/{device.count} slices, {after.memory}/{device.memory} MiB, "
-                    f"{after.cores}/{device.cores} cores)"
-                )
+            message = _misfit(node_usage.get(uuid, IDLE), amount, device)
+            if message is not None:
+                message = f"pod {pod}: card {uuid} on {node} {message}"
                 if strict:
                     raise LedgerError(message)
                 problems.append(message)
         return problems
+
+    def _pin_unplaced(self, pod: str, node: str, footprint: dict[str, Usage]) -> list[str]:
+        """A slice of a card in MIG mode without a MIG instance (a grant from a scheduler that
+        writes no reservations, or a card switched to MIG since): where its instance sits is
+        unknown, so it is counted on every slice of the card, as HAMi stops using the card."""
+        problems = []
+        for device in self._devices.get(node, ()):
+            amount = footprint.get(device.uuid)
+            if amount is None or amount.mig or device.mode != MIG_MODE:
+                continue
+            whole = _every_slice(device)
+            footprint[device.uuid] = Usage(amount.slices, amount.memory, amount.cores, whole)
+            problems.append(
+                f"pod {pod}: card {device.uuid} on {node} is in MIG mode but the pod's grant "
+                "names no MIG instance there; the whole card counts as taken while it runs"
+            )
+        return problems
+
+    def _take_off(self, node: str, usage: dict[str, Usage], allocation: PodAllocation) -> None:
+        """Subtract a pod's hold from `usage`, keeping MIG slices that another pod's grant (a
+        signed one recorded past an overlap, say) still claims: never count too little."""
+        _subtract(usage, allocation.footprint)
+        for uuid, amount in allocation.footprint.items():
+            if not amount.mig:
+                continue
+            still = amount.mig & self._mig_claimed(node, uuid, allocation.pod)
+            if still:
+                left = usage.get(uuid, IDLE)
+                usage[uuid] = Usage(left.slices, left.memory, left.cores, left.mig | still)
+
+    def _mig_claimed(self, node: str, uuid: str, besides: str) -> int:
+        """The MIG slices of card `uuid` that the pods on `node` other than `besides` hold
+        (a scan of every pod: only a MIG release pays for it)."""
+        claimed = 0
+        for allocation in self._pods.values():
+            if allocation.node == node and allocation.pod != besides:
+                held = allocation.footprint.get(uuid)
+                if held is not None:
+                    claimed |= held.mig
+        return claimed
+
+
+def _every_slice(device: Device) -> int:
+    return reduce(
+        or_,
+        (p.mask for profile in device.mig_profiles for p in profile.placements if p.fits_mask),
+        0,
+    )
+
+
+def _misfit(held: Usage, amount: Usage, device: Device) -> str | None:
+    """Why `amount` cannot join `held` on `device`, or None."""
+    if held.collides(amount):
+        return f"would share MIG slices {bin(held.mig & amount.mig)} with another instance"
+    if amount.mig and device.mode != MIG_MODE:
+        return f"is in mode {device.mode or '(none)'!r}, not mig, but would get a MIG instance"
+    after = held + amount
+    if after.fits_in(device):
+        return None
+    return (
+        f"would be over capacity ({after.slices}/{device.count} slices, "
+        f"{after.memory}/{device.memory} MiB, {after.cores}/{device.cores} cores)"
+    )
 
 
 def _subtract(usage: dict[str, Usage], footprint: dict[str, Usage]) -> None:

@@ -6,9 +6,16 @@ may not overlap (contracts.md 12.3, 12.4, 12.6).
 
 >>> MigPlacement(0, 4).overlaps(MigPlacement(2, 2)), MigPlacement(0, 4).overlaps(MigPlacement(4, 4))
 (True, False)
+
+The scheduler keeps a card's occupied slices as a bitmask, bit `i` for slice `i`:
+
+>>> bin(MigPlacement(2, 2).mask)
+'0b1100'
 """
 
 from dataclasses import dataclass
+
+MAX_MIG_SLICES = 64  # a bound on hostile numbers: NVIDIA's GPUs have 8 memory slices
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +31,20 @@ class MigPlacement:
 
     def overlaps(self, other: "MigPlacement") -> bool:
         return self.start < other.start + other.size and other.start < self.start + self.size
+
+    @property
+    def fits_mask(self) -> bool:
+        """Whether the slices lie within the first MAX_MIG_SLICES (real GPUs have 8)."""
+        return self.start + self.size <= MAX_MIG_SLICES
+
+    @property
+    def mask(self) -> int:
+        """The occupied slices as bits; ValueError past MAX_MIG_SLICES, where no GPU has any."""
+        if not self.fits_mask:
+            raise ValueError(
+                f"placement start={self.start} size={self.size} ends past slice {MAX_MIG_SLICES}"
+            )
+        return ((1 << self.size) - 1) << self.start
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +86,15 @@ class MigInstance:
     mig_uuid: str
     gpu_instance_id: int
     compute_instance_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MigSlot:
+    """The MIG instance a grant stands for: a GPU instance profile at one placement."""
+
+    profile: str
+    placement: MigPlacement
+
+    @property
+    def mask(self) -> int:
+        return self.placement.mask

@@ -6,6 +6,7 @@ cannot take the pod, and no placement on a node scores above its bound. The exac
 always `fit_pod`'s.
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -89,18 +90,23 @@ class PodNeeds:
     init_requests: tuple[ContainerRequest, ...]
     app_requests: tuple[ContainerRequest, ...]
     exclusive: bool  # mutex: only cards nobody uses
+    # may take MIG instances, which charge their profile's memory and cores, not the request's:
+    # no summary rules such a pod out nor bounds its score (MIG pods are few; each is fitted)
+    mig: bool = False
 
     @classmethod
     def of(cls, plan: PodPlan) -> "PodNeeds":
         init = tuple(r for r in plan.requests[: plan.init_count] if r is not None)
         app = tuple(r for r in plan.requests[plan.init_count :] if r is not None)
-        return cls(init + app, init, app, plan.policies.idle_only)
+        return cls(init + app, init, app, plan.policies.idle_only, plan.selector.takes_mig)
 
     def may_fit(self, node: NodeSummary) -> bool:
         """False only when no choice of cards on the node can hold every container.
 
         Each container on its own, so a True may still be a node the pod does not fit.
         """
+        if self.mig:
+            return True
         for request in self.requests:
             unused_only = self.exclusive or request.cores >= 100
             cards = node.unused_cards if unused_only else node.open_cards
@@ -117,6 +123,8 @@ class PodNeeds:
     def best_gain(self, policy: Policy, capacity: Capacity) -> float:
         """Most the pod can change a node's score: the highest fullness it can add (binpack),
         or minus the lowest (spread). Init containers' claims overlap the app containers'."""
+        if self.mig:
+            return math.inf
         if policy is Policy.BINPACK:
             slices, cores, memory = _total(self.requests, capacity.largest_card)
             return fullness_of(

@@ -20,6 +20,7 @@ class Reason(StrEnum):
     NUMA = "NumaNotFit"
     EXCLUSIVE = "ExclusiveDeviceAllocateConflict"
     MODE = "ModeNotFit"
+    MIG_TOPOLOGY = "CardMigTopologyInfeasible"  # no MIG profile with a free placement fits
     QUOTA = "ResourceQuotaNotFit"
     NOT_ENOUGH_CARDS = "NodeInsufficientDevice"
     TOO_FEW_LEFT = "AllocatedCardsInsufficientRequest"
@@ -39,6 +40,7 @@ _PHRASES = {
     Reason.NUMA: "not enough cards on one NUMA node",
     Reason.EXCLUSIVE: "in use, exclusive card wanted",
     Reason.MODE: "mode mismatch",
+    Reason.MIG_TOPOLOGY: "no free MIG placement",
     Reason.QUOTA: "over namespace quota",
     Reason.NOT_ENOUGH_CARDS: "not enough cards",
     Reason.TOO_FEW_LEFT: "too few cards left",

@@ -43,12 +43,16 @@ class CardSelector:
 
     def mode_ok(self, device: Device) -> bool:
         """A card registered without a mode ("") suits every pod, as in HAMi; otherwise its mode
-        must be one the pod names, hami-core when it names none. A card in MIG mode takes no
-        grant at all until MIG placement exists: a hami-core slice must never land on a
-        MIG-partitioned GPU, whose memory and SMs belong to its instances."""
-        if device.mode == MIG_MODE:
-            return False
+        must be one the pod names, hami-core when it names none. So a card in MIG mode takes
+        only pods that name `mig` (and gets a MIG instance for them, never a hami-core slice:
+        its memory and SMs belong to its instances), whereas HAMi also puts pods that name no
+        mode there."""
         return not device.mode or device.mode in (self.modes or _DEFAULT_MODES)
+
+    @property
+    def takes_mig(self) -> bool:
+        """Whether the pod may get MIG instances (it names `mig` in `nvidia.com/vgpu-mode`)."""
+        return MIG_MODE in self.modes
 
 
 def selector_from_annotations(annotations: Mapping[str, str], vendor: Vendor) -> CardSelector:

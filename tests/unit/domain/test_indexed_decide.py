@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.domain.builders import a100_mig_profiles
 from vgpu.domain import (
     Budget,
     ContainerRequest,
@@ -27,12 +28,15 @@ from vgpu.domain import (
     ScoringWeights,
     decide,
 )
+from vgpu.domain.mig import MigPlacement, MigSlot
 from vgpu.domain.quota import UNLIMITED
 from vgpu.domain.selectors import CardSelector
 
 NODES = ("n0", "n1", "n2", "n3", "n4")
 TYPES = ("NVIDIA A100-SXM4-80GB", "NVIDIA A40", "NVIDIA T4")
 MODES = ("hami-core", "mig")
+# an A100-80GB's profiles, only its small ones, or none (a MIG card without allowlisted models)
+PROFILE_SETS = (a100_mig_profiles(), a100_mig_profiles()[3:], ())
 
 
 @st.composite
@@ -40,6 +44,7 @@ def cards(draw: Any, node: str) -> list[Device]:
     # few distinct values so that nodes are often alike and scores often tie
     count = draw(st.integers(1, 4))
     memory = draw(st.sampled_from((16000, 24000, 81920)))
+    mig = [draw(st.integers(0, 3)) == 0 for _ in range(count)]
     return [
         Device(
             uuid=f"GPU-{node}-{i}",
@@ -50,7 +55,8 @@ def cards(draw: Any, node: str) -> list[Device]:
             cores=draw(st.sampled_from((100, 100, 0, 200))),
             numa=draw(st.integers(0, 1)),
             healthy=draw(st.integers(0, 9)) > 0,
-            mode=draw(st.sampled_from(MODES)) if draw(st.integers(0, 4)) == 0 else MODES[0],
+            mode=MODES[1] if mig[i] else MODES[0],
+            mig_profiles=draw(st.sampled_from(PROFILE_SETS)) if mig[i] else (),
         )
         for i in range(count)
     ]
@@ -70,7 +76,7 @@ selectors = st.builds(
     use_uuids=st.sampled_from((frozenset(), frozenset({"GPU-n0-0", "GPU-n1-1", "GPU-n2-0"}))),
     avoid_uuids=st.sampled_from((frozenset(), frozenset({"GPU-n3-0"}))),
     numa_bind=st.booleans(),
-    modes=st.sampled_from(((), ("hami-core",), ("mig",))),
+    modes=st.sampled_from(((), ("hami-core",), ("mig",), ("hami-core", "mig"))),
 )
 weights = st.one_of(
     st.just(ScoringWeights()),
@@ -158,8 +164,12 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
             node = data.draw(st.sampled_from(NODES))
             memory = data.draw(st.sampled_from((1000, 30000, 90000)))
             cores = data.draw(st.sampled_from((10, 100, 150)))
+            start = data.draw(st.integers(0, 7))  # a MIG instance (or a slice) seen anywhere
+            instance = data.draw(
+                st.sampled_from((None, MigSlot("1g.10gb", MigPlacement(start, 1))))
+            )
             grant = DeviceGrant(
-                f"GPU-{node}-{data.draw(st.integers(0, 3))}", "NVIDIA", memory, cores
+                f"GPU-{node}-{data.draw(st.integers(0, 3))}", "NVIDIA", memory, cores, instance
             )
             ledger.grant(f"default/seen{step}", node, ((grant,),), strict=False)
         elif action == "node":

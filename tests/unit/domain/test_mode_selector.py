@@ -23,11 +23,13 @@ def _card(mode: str) -> Device:
         ("hami-core,mps", "mps", True),
         ("hami-core", "", True),  # registered without a mode: suits every pod, as in HAMi
         ("mig", "", True),
-        # until MIG placement exists a MIG-partitioned card takes no slice, whatever is asked
+        # a MIG-partitioned card takes only pods that ask for MIG instances (HAMi would also
+        # put a pod that names no mode there, as a hami-core slice)
         (None, "mig", False),
         ("hami-core", "mig", False),
-        ("mig", "mig", False),
-        ("hami-core,mig", "mig", False),
+        ("mig", "mig", True),
+        ("hami-core,mig", "mig", True),
+        ("mig", "hami-core", False),
     ],
 )
 def test_a_card_suits_a_pod_by_its_mode(wanted: str | None, mode: str, accepted: bool) -> None:

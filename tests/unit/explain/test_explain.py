@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from tests.unit.domain.builders import card, container, pod
+from tests.unit.domain.builders import card, container, mig_card, pod
 from vgpu.domain import NodeView, SchedulingConfig, Usage, plan_pod
 from vgpu.domain.explain import explain
 from vgpu.domain.fit import PodPlan
@@ -88,3 +88,23 @@ def test_a_blocked_namespace_is_said_so() -> None:
     report = explain(plan(gpu=1, mem=8000), [node("a")], Budget(memory=0, blocked=True))
     assert report.groups[0].label == "over namespace quota"
     assert "the namespace's GPU quota is 0" in report.groups[0].closest.sentence
+
+
+def test_a_mig_pod_is_shown_its_instance_or_why_no_placement_is_free() -> None:
+    mig = {"nvidia.com/vgpu-mode": "mig"}
+    free = NodeView("a100", (mig_card("GPU-mig"),), {})
+    report = explain(plan(mig, gpu=1, mem=9000), [free], suggest=False)
+    assert report.lines()[1] == (
+        "  would get: node a100, cards GPU-mig 9856 MiB 15% cores as MIG 1g.10gb at slices 6-6"
+    )
+    assert report.to_dict()["placement"]["grants"][0][0]["mig"] == {
+        "profile": "1g.10gb",
+        "placement": {"start": 6, "size": 1},
+    }
+    halves = NodeView("a100", (mig_card("GPU-mig"),), {"GPU-mig": Usage(2, 80384, 86, 0xFF)})
+    refused = explain(plan(mig, gpu=1, mem=1000), [halves], suggest=False)
+    (verdict,) = refused.verdicts
+    assert verdict.reason == "CardMigTopologyInfeasible"
+    assert verdict.sentence.startswith(
+        "1 MIG card has no free placement for a profile of at least 1000 MiB"
+    )

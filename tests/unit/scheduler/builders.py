@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
+from tests.unit.domain.builders import mig_card
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.config import SchedulerConfig
@@ -179,3 +180,9 @@ class _Leadership:
 
     def stop(self) -> None:
         pass
+
+
+def mig_node(name: str = "node1", cards: int = 1) -> ClusterNode:
+    """A node whose A100-80GB cards are in MIG mode with their profiles (HAMi v2.10)."""
+    devices = [mig_card(f"GPU-{name}-mig{i}", i) for i in range(cards)]
+    return ClusterNode(name, {NVIDIA.register_annotation: encode_node_devices(devices)})

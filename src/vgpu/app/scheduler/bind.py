@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from vgpu.app.scheduler.context import VerbContext
 from vgpu.app.scheduler.filter import reason
-from vgpu.app.scheduler.grants import Outcome, grant_annotations, written_identity
+from vgpu.app.scheduler.grants import Notes, Outcome, grant_annotations, written_identity
 from vgpu.domain import DomainError, NoPlacement, Pod, PodPlan, decide, plan_pod
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, BIND_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, Rejected
@@ -21,8 +21,6 @@ log = logging.getLogger(__name__)
 
 BINDING_SUCCEED = "BindingSucceed"
 BINDING_FAILED = "BindingFailed"
-
-Notes = dict[str, str]
 
 
 class BindVerb:

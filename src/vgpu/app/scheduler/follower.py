@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from vgpu.app.scheduler.grants import claimed_grants
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import (
@@ -22,7 +23,6 @@ from vgpu.domain import (
     Pod,
     QuotaLimits,
     Vendor,
-    decode_pod_grants,
     limits_from_hard,
 )
 from vgpu.domain.initrelease import hold_after_init
@@ -144,7 +144,7 @@ class ClusterFollower:
         if not pod.node_name and state.is_revoked(pod.key, signature):
             return
         try:
-            grants = decode_pod_grants(claim.allocated, self._vendor.allocated_annotation)
+            grants = claimed_grants(claim, self._vendor)
         except DomainError as exc:
             self._ignore(pod, str(exc))
             return

@@ -14,8 +14,14 @@ from enum import Enum
 
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
-from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
+from vgpu.domain import Pod, PodGrants, Vendor, decode_pod_grants, encode_pod_grants
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    decode_mig_allocations,
+    encode_mig_allocations,
+)
+from vgpu.domain.mig_grants import mig_reservations, with_mig_reservations
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 
@@ -36,26 +42,47 @@ class Written:
 
 def grant_annotations(
     pod: Pod, node: str, grants: PodGrants, now: float, vendor: Vendor, trust: GrantTrust
-) -> tuple[dict[str, str], dict[str, str]]:
-    """HAMi's placement annotations (and label) for `pod`, plus the grant signature."""
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """HAMi's placement annotations (and label) for `pod`, plus the grant signature.
+
+    The MIG reservations (`hami.io/vgpu-mig-allocations`) go in the same patch, before
+    signing, since the signature covers them; a grant without MIG instances removes the key
+    (None) when the pod has one, so that reservations left by an earlier placement cannot
+    spoil the new signature. (The patch carries the resourceVersion the pod was read at.)
+    """
     encoded = encode_pod_grants(grants)
-    annotations = {
+    annotations: dict[str, str] = {
         ASSIGNED_NODE_ANNOTATION: node,
         ASSIGNED_TIME_ANNOTATION: str(int(now)),
         vendor.to_allocate_annotation: encoded,
         vendor.allocated_annotation: encoded,
     }
+    reservations = encode_mig_allocations(mig_reservations(grants))
+    if reservations:
+        annotations[MIG_ALLOCATIONS_ANNOTATION] = reservations
     claim = grant_claim(pod.uid, annotations, vendor)
     assert claim is not None  # node and allocated are set just above
     annotations.update(trust.sign(claim))
-    return annotations, {ASSIGNED_NODE_ANNOTATION: node}
+    patch: dict[str, str | None] = dict(annotations)
+    if MIG_ALLOCATIONS_ANNOTATION in pod.annotations and not reservations:
+        patch[MIG_ALLOCATIONS_ANNOTATION] = None
+    return patch, {ASSIGNED_NODE_ANNOTATION: node}
 
 
-def written_identity(pod: Pod, annotations: Mapping[str, str], vendor: Vendor) -> str:
+def written_identity(pod: Pod, annotations: Notes, vendor: Vendor) -> str:
     """The grant identity (trust.grant_identity) of annotations made by `grant_annotations`."""
-    claim = grant_claim(pod.uid, annotations, vendor)
+    written = {key: value for key, value in annotations.items() if value is not None}
+    claim = grant_claim(pod.uid, written, vendor)
     assert claim is not None  # grant_annotations always writes the node and the cards
     return grant_identity(claim)
+
+
+def claimed_grants(claim: GrantClaim, vendor: Vendor) -> PodGrants:
+    """The grants a (trusted) claim makes, MIG instances included, as `grant_annotations`
+    wrote them: what a restart counts again. CodecError when the device list is malformed or
+    the MIG reservations disagree with it (then neither is counted)."""
+    grants = decode_pod_grants(claim.allocated, vendor.allocated_annotation)
+    return with_mig_reservations(grants, decode_mig_allocations(claim.mig_reservations))
 
 
 def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None]]:
@@ -65,6 +92,7 @@ def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None
         ASSIGNED_TIME_ANNOTATION,
         vendor.to_allocate_annotation,
         vendor.allocated_annotation,
+        MIG_ALLOCATIONS_ANNOTATION,
         GRANT_SIGNATURE_ANNOTATION,
     )
     return dict.fromkeys(keys), {ASSIGNED_NODE_ANNOTATION: None}

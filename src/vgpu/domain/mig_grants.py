@@ -1,0 +1,80 @@
+"""A pod's MIG grants to and from `hami.io/vgpu-mig-allocations` (contracts.md 12.5).
+
+`hami.io/vgpu-devices-allocated` names the parent card of each MIG device; the reservations say
+which instance (profile, placement) each one is, by container (init containers first) and by
+position in that container's list. The scheduler writes both in one patch and reads both back
+after a restart, so that the slices a pod's instances occupy stay counted.
+
+>>> from vgpu.domain.mig import MigPlacement
+>>> slot = MigSlot("2g.20gb", MigPlacement(2, 2))
+>>> grants = ((), (DeviceGrant("GPU-a", "NVIDIA", 19968, 29, slot),))
+>>> (reservation,) = mig_reservations(grants)
+>>> reservation.container_index, reservation.device_index, reservation.profile
+(1, 0, '2g.20gb')
+>>> plain = ((), (DeviceGrant("GPU-a", "NVIDIA", 19968, 29),))
+>>> with_mig_reservations(plain, (reservation,)) == grants
+True
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from vgpu.domain.errors import CodecError
+from vgpu.domain.grant import DeviceGrant, PodGrants
+from vgpu.domain.mig import MigSlot
+from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, MigReservation
+
+
+def mig_reservations(grants: PodGrants) -> tuple[MigReservation, ...]:
+    """One reservation per MIG grant, in container then device order."""
+    return tuple(
+        MigReservation(container, device, grant.uuid, grant.mig.profile, grant.mig.placement)
+        for container, granted in enumerate(grants)
+        for device, grant in enumerate(granted)
+        if grant.mig is not None
+    )
+
+
+def with_mig_reservations(grants: PodGrants, reservations: Sequence[MigReservation]) -> PodGrants:
+    """`grants` (decoded from the device lists) with each reservation's instance attached.
+
+    CodecError when a reservation names a container or device the lists do not have, another
+    card than the grant at that position, slices no GPU has, or slices another reservation of
+    the pod has: the annotations disagree, so neither can be believed.
+    """
+    if not reservations:
+        return grants
+    attached = [list(container) for container in grants]
+    taken: dict[str, int] = {}  # card -> slices reserved by the entries before
+    for position, reservation in enumerate(reservations):
+        where = f"entry #{position}"
+        container, device = reservation.key
+        if container >= len(attached) or device >= len(attached[container]):
+            raise CodecError(
+                MIG_ALLOCATIONS_ANNOTATION,
+                where,
+                f"container {container} device {device} has no grant in the device list",
+            )
+        grant: DeviceGrant = attached[container][device]
+        if grant.uuid != reservation.gpu_uuid:
+            raise CodecError(
+                MIG_ALLOCATIONS_ANNOTATION,
+                where,
+                f"gpuUUID {reservation.gpu_uuid} is not the granted card {grant.uuid}",
+            )
+        if not reservation.placement.fits_mask:
+            raise CodecError(
+                MIG_ALLOCATIONS_ANNOTATION,
+                where,
+                f"placement {reservation.placement} is past any GPU",
+            )
+        slot = MigSlot(reservation.profile, reservation.placement)
+        if taken.get(grant.uuid, 0) & slot.mask:
+            raise CodecError(
+                MIG_ALLOCATIONS_ANNOTATION,
+                where,
+                f"placement {reservation.placement} overlaps another instance of the pod",
+            )
+        taken[grant.uuid] = taken.get(grant.uuid, 0) | slot.mask
+        attached[container][device] = replace(grant, mig=slot)
+    return tuple(tuple(container) for container in attached)
