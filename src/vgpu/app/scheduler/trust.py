@@ -20,8 +20,9 @@ from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing,
 
 
 def grant_identity(claim: GrantClaim) -> str:
-    """Names one scheduling decision (node, time, cards) to remember it as revoked."""
-    return f"{claim.node}|{claim.assigned_time}|{claim.allocated}"
+    """Names one scheduling decision (node, time, cards, MIG placements) to remember it as
+    revoked: two decisions in one second for the same cards differ by their placements."""
+    return f"{claim.node}|{claim.assigned_time}|{claim.allocated}|{claim.mig_reservations}"
 
 
 @dataclass(frozen=True, slots=True)
