@@ -3,7 +3,7 @@ instances the scheduler reserved for it, made at the reserved placements; the po
 reservations gain the instances' runtime identity; anything wrong is refused and undone."""
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -218,11 +218,12 @@ def test_a_leftover_instance_in_the_reserved_slices_is_cleared_first(tmp_path: P
     assert w.live() == [(MIG_A, "3g.20gb", 0, 4)]
 
 
-class StatusUpdateBeforePatch(FakeCluster):
-    """Another writer (the kubelet's status update) bumps the pod's resourceVersion just
-    before the plugin's conditional patch."""
+class WriterBeforePatch(FakeCluster):
+    """Another writer changes the pod once, just before the plugin's first conditional patch."""
 
-    bumped = False
+    def __init__(self, interfere: Callable[[FakeCluster, str, str], None]) -> None:
+        super().__init__()
+        self._interfere: Callable[[FakeCluster, str, str], None] | None = interfere
 
     def patch_pod_annotations(
         self,
@@ -232,16 +233,25 @@ class StatusUpdateBeforePatch(FakeCluster):
         labels: Mapping[str, str | None] | None = None,
         resource_version: str | None = None,
     ) -> Pod:
-        if resource_version is not None and not self.bumped:
-            self.bumped = True
-            current = self.get_pod(namespace, name)
-            assert current is not None
-            self.put_pod(current)
+        if resource_version is not None and self._interfere is not None:
+            interfere, self._interfere = self._interfere, None
+            interfere(self, namespace, name)
         return super().patch_pod_annotations(namespace, name, annotations, labels, resource_version)
 
 
+def bump_status(cluster: FakeCluster, namespace: str, name: str) -> None:
+    """The kubelet's status update: a new resourceVersion, the same annotations."""
+    current = cluster.get_pod(namespace, name)
+    assert current is not None
+    cluster.put_pod(current)
+
+
+def rewrite_reservations(cluster: FakeCluster, namespace: str, name: str) -> None:
+    cluster.patch_pod_annotations(namespace, name, {MIG_ALLOCATIONS_ANNOTATION: "[]"})
+
+
 def test_a_status_update_between_read_and_patch_does_not_fail_the_pod(tmp_path: Path) -> None:
-    w = mig_world(tmp_path, cluster=StatusUpdateBeforePatch())
+    w = mig_world(tmp_path, cluster=WriterBeforePatch(bump_status))
     w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
 
     w.allocator.allocate([[f"{MIG_A}-0"]])
@@ -252,25 +262,7 @@ def test_a_status_update_between_read_and_patch_does_not_fail_the_pod(tmp_path: 
 
 
 def test_a_conflict_over_changed_reservations_fails_and_undoes(tmp_path: Path) -> None:
-    class ReservationsRewritten(FakeCluster):
-        rewritten = False
-
-        def patch_pod_annotations(
-            self,
-            namespace: str,
-            name: str,
-            annotations: Mapping[str, str | None],
-            labels: Mapping[str, str | None] | None = None,
-            resource_version: str | None = None,
-        ) -> Pod:
-            if resource_version is not None and not self.rewritten:
-                self.rewritten = True
-                super().patch_pod_annotations(namespace, name, {MIG_ALLOCATIONS_ANNOTATION: "[]"})
-            return super().patch_pod_annotations(
-                namespace, name, annotations, labels, resource_version
-            )
-
-    w = mig_world(tmp_path, cluster=ReservationsRewritten())
+    w = mig_world(tmp_path, cluster=WriterBeforePatch(rewrite_reservations))
     w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
 
     with pytest.raises(DevicePluginError, match="resourceVersion"):
