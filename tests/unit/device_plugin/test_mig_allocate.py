@@ -21,6 +21,7 @@ from tests.unit.device_plugin.migworld import (
 )
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.domain.mig import MigInstance, MigPlacement
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
@@ -31,7 +32,7 @@ from vgpu.domain.mig_allocations import (
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
 from vgpu.ports.gpu import MigError
-from vgpu.ports.kubelet import DevicePluginError
+from vgpu.ports.kubelet import DevicePluginError, PreferredRequest
 
 SMALL = "NVIDIA,4864,15:"
 LARGE = "NVIDIA,19968,43:"
@@ -330,6 +331,18 @@ def test_one_container_gets_two_instances_on_one_gpu(tmp_path: Path) -> None:
         by_profile["3g.20gb"],
     ]
     assert w.pod().annotations["hami.io/bind-phase"] == "success"
+
+
+def test_the_preferred_devices_are_two_replicas_of_a_gpu_granted_twice(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 6, 1), reserve(0, 1, MIG_A, "1g.5gb", 5, 1)]
+    w.put(mig_pod(f"{MIG_A},{SMALL}{MIG_A},{SMALL};", reservations))
+    service = DevicePluginService(w.gpus, w.allocator, True, watch_poll_s=0)
+    available = [f"{MIG_B}-0", f"{MIG_A}-0", f"{MIG_B}-1", f"{MIG_A}-1"]
+
+    (choice,) = service.preferred_allocation([PreferredRequest(available, size=2)])
+
+    assert choice == [f"{MIG_A}-0", f"{MIG_A}-1"]
 
 
 @pytest.mark.parametrize(
