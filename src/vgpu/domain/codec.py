@@ -10,13 +10,14 @@ card, `;` after every container, empty segments kept so container indexes line u
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.domain.device import HAMI_CORE_MODE, Device
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants
 from vgpu.domain.mig import MigPlacement, MigProfile
+from vgpu.domain.mig_allocations import MigReservation
 from vgpu.domain.vendor import NVIDIA
 
 REGISTER = NVIDIA.register_annotation
@@ -246,17 +247,33 @@ def encode_pod_grants(grants: PodGrants) -> str:
     )
 
 
-def decode_pod_grants(text: str, annotation: str = GRANTS) -> PodGrants:
-    """Inverse of `encode_pod_grants`; CodecError for any malformed card entry."""
+def decode_pod_grants(
+    text: str, annotation: str = GRANTS, mig: Sequence[MigReservation] = ()
+) -> PodGrants:
+    """Inverse of `encode_pod_grants`; CodecError for any malformed card entry.
+
+    A container names each card once, except that in MIG mode one card may hold several of its
+    MIG devices (HAMi v2.10): a repeat is read only where `mig`, the pod's
+    `hami.io/vgpu-mig-allocations`, gives every appearance of the card its own placement, none
+    overlapping another. Any other repeat would let one slice be served or counted twice.
+    """
     if text == "":
         return ()
     segments = text.split(";")
     if segments[-1] == "":
         segments.pop()
-    return tuple(_decode_container(segment, i, annotation) for i, segment in enumerate(segments))
+    reserved = {r.key: r for r in mig}
+    return tuple(
+        _decode_container(segment, i, annotation, reserved) for i, segment in enumerate(segments)
+    )
 
 
-def _decode_container(segment: str, container: int, annotation: str) -> ContainerGrant:
+def _decode_container(
+    segment: str,
+    container: int,
+    annotation: str,
+    reserved: Mapping[tuple[int, int], MigReservation],
+) -> ContainerGrant:
     grants = []
     for position, entry in enumerate(e for e in segment.split(":") if e):
         where = f"container #{container}, card #{position}"
@@ -275,6 +292,47 @@ def _decode_container(segment: str, container: int, annotation: str) -> Containe
                 cores=_csv_int(cores, "cores", annotation, where),
             )
         )
-    where = f"container #{container}, card"
-    _refuse_repeated_ids([g.uuid for g in grants], annotation, where)
+    if len(grants) > 1:
+        _refuse_repeated_cards(grants, container, annotation, reserved)
     return tuple(grants)
+
+
+def _refuse_repeated_cards(
+    grants: Sequence[DeviceGrant],
+    container: int,
+    annotation: str,
+    reserved: Mapping[tuple[int, int], MigReservation],
+) -> None:
+    """CodecError for a card named twice in the container, unless each appearance so far is a
+    MIG device reserved on that card at a placement of its own."""
+    seen: dict[str, tuple[int, int]] = {}  # card -> first position, slices its devices reserve
+    for position, grant in enumerate(grants):
+        slices = _reserved_slices(reserved.get((container, position)), grant.uuid)
+        if grant.uuid not in seen:
+            seen[grant.uuid] = (position, slices)
+            continue
+        first, taken = seen[grant.uuid]
+        where = f"container #{container}, card #{position}"
+        if not (taken and slices):
+            raise CodecError(
+                annotation,
+                where,
+                f"card id {grant.uuid!r} is already listed as container #{container}, "
+                f"card #{first} (a card repeats only as MIG devices with reservations of their "
+                "own)",
+            )
+        if taken & slices:
+            raise CodecError(
+                annotation,
+                where,
+                f"card id {grant.uuid!r} is already listed as container #{container}, "
+                f"card #{first}, and their MIG reservations overlap",
+            )
+        seen[grant.uuid] = (first, taken | slices)
+
+
+def _reserved_slices(reservation: MigReservation | None, uuid: str) -> int:
+    """The slices `reservation` holds on card `uuid`; 0 when it is on another card or none."""
+    if reservation is None or reservation.gpu_uuid != uuid or not reservation.placement.fits_mask:
+        return 0
+    return reservation.placement.mask

@@ -19,8 +19,9 @@ IDLE = Usage()
 NO_SCORES: PairScores = MappingProxyType({})
 DEFAULT_POLICIES = PodPolicies()
 ANY_CARD = CardSelector()
-# (rank: higher is taken first, card, memory and cores it would take, MIG instance or None)
-Candidate = tuple[float, Device, int, int, MigSlot | None]
+# (rank: higher is taken first, card, memory and cores it would take, MIG instance or None,
+# what the card holds already)
+Candidate = tuple[float, Device, int, int, MigSlot | None, Usage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ def _fit_container(
     budget: Budget,
     spent: Usage,
 ) -> ContainerGrant | NodeRejection:
-    if request.count > len(node.devices):
+    if request.count > len(node.devices) and not _fills_mig_cards(plan, node):
         return NodeRejection(
             node.name,
             Reason.NOT_ENOUGH_CARDS,
@@ -220,7 +221,7 @@ def _candidates(
             used.memory + memory,
             device.memory,
         )
-        candidates.append((full if binpack else -full, device, memory, cores, slot))
+        candidates.append((full if binpack else -full, device, memory, cores, slot, used))
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
     return candidates, rejected
 
@@ -234,27 +235,61 @@ def _choose(
     scores: PairScores,
 ) -> tuple[ContainerGrant | None, list[CardRejection]]:
     """Take the best `request.count` cards within quota (on one NUMA node when asked);
-    under `topology-aware`, the group's cards with the best links (contracts.md 13.3)."""
+    under `topology-aware`, the group's cards with the best links (contracts.md 13.3).
+
+    A card in MIG mode may give one container several instances: as in HAMi's Fit, it is
+    tried again for the container's next device, with the instances just taken counted, before
+    the next card is (under `topology-aware` only when the group has too few cards to give
+    each device its own; MIG instances have no NVLink peer access to weigh anyway).
+    """
     numa_bound = plan.selector.numa_bind or plan.policies.numa
     groups: dict[int, list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(candidate[1].numa if numa_bound else 0, []).append(candidate)
     over_quota: list[CardRejection] = []
     for group in groups.values():
-        if plan.policies.topology:
-            group = _linked_best(group, request.count, scores)
+        fill = plan.selector.takes_mig
+        if plan.policies.topology and (len(group) >= request.count or not fill):
+            group, fill = _linked_best(group, request.count, scores), False
         picked: list[DeviceGrant] = []
         charge = spent
-        for _, device, memory, cores, slot in group:
-            grant = DeviceGrant(device.uuid, plan.vendor, memory, cores, slot)
-            if budget is not UNLIMITED and not budget.allows(charge + grant.usage):
-                over_quota.append(CardRejection(device.uuid, Reason.QUOTA))
-                continue
-            picked.append(grant)
-            charge = charge + grant.usage
-            if len(picked) == request.count:
-                return tuple(picked), []
+        for _, device, memory, cores, slot, held in group:
+            grant: DeviceGrant | None = DeviceGrant(device.uuid, plan.vendor, memory, cores, slot)
+            while grant is not None:
+                if budget is not UNLIMITED and not budget.allows(charge + grant.usage):
+                    over_quota.append(CardRejection(device.uuid, Reason.QUOTA))
+                    break
+                picked.append(grant)
+                charge = charge + grant.usage
+                if len(picked) == request.count:
+                    return tuple(picked), []
+                if not fill or slot is None:
+                    break
+                held = held + grant.usage
+                grant = _another_instance(plan, request, device, held)
     return None, over_quota
+
+
+def _fills_mig_cards(plan: PodPlan, node: NodeView) -> bool:
+    """Whether a container of the pod may take several instances of one card here, so that it
+    may ask for more devices than the node has cards (HAMi's isMIGRequest)."""
+    return plan.selector.takes_mig and any(d.mode == MIG_MODE for d in node.devices)
+
+
+def _another_instance(
+    plan: PodPlan, request: ContainerRequest, device: Device, held: Usage
+) -> DeviceGrant | None:
+    """One more instance of `request` on the MIG card `device`, which now holds `held` (the
+    container's instances so far included); None when no placement is free or the split count
+    is spent. Like HAMi, which re-checks only the placement here, the card's other rules are
+    not judged again: they passed for this container a moment ago."""
+    if held.slices >= device.count:
+        return None
+    chosen = pick_mig_slot(device, request.memory_on(device), held.mig)
+    if chosen is None:
+        return None
+    profile, slot = chosen
+    return DeviceGrant(device.uuid, plan.vendor, profile.memory_mib, profile.core, slot)
 
 
 def _refuse(

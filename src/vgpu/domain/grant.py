@@ -50,6 +50,33 @@ def pod_footprint(grants: PodGrants, init_count: int) -> dict[str, Usage]:
     return footprint
 
 
+def overlapping_instances(grants: PodGrants) -> str | None:
+    """Where two of the pod's MIG instances would share a slice of a card, or None. All of a
+    pod's instances live as long as the pod, so even those of different containers may not.
+
+    >>> from vgpu.domain.mig import MigPlacement
+    >>> def on_a(start: int, size: int) -> DeviceGrant:
+    ...     return DeviceGrant("GPU-a", "NVIDIA", 0, 0, MigSlot("x", MigPlacement(start, size)))
+    >>> overlapping_instances(((on_a(0, 2), on_a(2, 2)),)) is None
+    True
+    >>> overlapping_instances(((on_a(0, 2),), (on_a(1, 1),)))
+    'card GPU-a: container #1, device #0 would share MIG slices 0b10 with another instance'
+    """
+    taken: dict[str, int] = {}
+    for container, granted in enumerate(grants):
+        for device, grant in enumerate(granted):
+            if grant.mig is None:
+                continue
+            held, mask = taken.get(grant.uuid, 0), grant.mig.mask
+            if held & mask:
+                return (
+                    f"card {grant.uuid}: container #{container}, device #{device} would share "
+                    f"MIG slices {bin(held & mask)} with another instance"
+                )
+            taken[grant.uuid] = held | mask
+    return None
+
+
 def held_for_life(container: ContainerGrant) -> ContainerGrant:
     """The container's MIG grants: their instances last until the pod ends."""
     return tuple(g for g in container if g.mig is not None)

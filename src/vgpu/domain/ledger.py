@@ -9,16 +9,15 @@ from dataclasses import dataclass
 from functools import reduce
 from operator import or_
 
-from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.decision import Decision
 from vgpu.domain.device import MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
-from vgpu.domain.grant import PodGrants, pod_footprint
+from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.ledger_index import LedgerIndex
 from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
-from vgpu.domain.mig_grants import with_mig_reservations
+from vgpu.domain.mig_grants import decode_granted
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.topology import PairScores
@@ -143,6 +142,9 @@ class Ledger:
         """
         footprint = dict(footprint) if footprint is not None else pod_footprint(grants, init_count)
         unplaced = self._pin_unplaced(pod, node, footprint)
+        overlap = overlapping_instances(grants)  # the footprint joins them: check before
+        if overlap is not None:
+            unplaced.append(f"pod {pod}: {overlap} of the pod")
         if unplaced and strict:
             raise LedgerError(unplaced[0])
         previous = self._pods.get(pod)
@@ -197,9 +199,8 @@ class Ledger:
         text = pod.annotations.get(vendor.allocated_annotation)
         if not node or text is None:
             return []
-        grants = decode_pod_grants(text, vendor.allocated_annotation)
         reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
-        grants = with_mig_reservations(grants, reservations)
+        grants = decode_granted(text, reservations, vendor.allocated_annotation)
         after_init = hold_after_init(grants, pod.init_progress)
         return self.grant(pod.key, node, grants, pod.init_count, strict=False, footprint=after_init)
 

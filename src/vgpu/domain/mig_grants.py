@@ -14,11 +14,20 @@ after a restart, so that the slices a pod's instances occupy stay counted.
 >>> plain = ((), (DeviceGrant("GPU-a", "NVIDIA", 19968, 29),))
 >>> with_mig_reservations(plain, (reservation,)) == grants
 True
+
+A container given two instances on one card names the card twice; the device list reads so
+only with the reservations that tell the two apart:
+
+>>> two = (tuple(DeviceGrant("GPU-a", "NVIDIA", 9856, 15, MigSlot("1g.10gb", MigPlacement(s, 1)))
+...        for s in (6, 5)),)
+>>> decode_granted("GPU-a,NVIDIA,9856,15:GPU-a,NVIDIA,9856,15:;", mig_reservations(two)) == two
+True
 """
 
 from collections.abc import Sequence
 from dataclasses import replace
 
+from vgpu.domain.codec import GRANTS, decode_pod_grants
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import DeviceGrant, PodGrants
 from vgpu.domain.mig import MigSlot
@@ -33,6 +42,17 @@ def mig_reservations(grants: PodGrants) -> tuple[MigReservation, ...]:
         for device, grant in enumerate(granted)
         if grant.mig is not None
     )
+
+
+def decode_granted(
+    allocated: str, reservations: Sequence[MigReservation], annotation: str = GRANTS
+) -> PodGrants:
+    """The grants of the device list `allocated` with the instances `reservations` reserve
+    attached: what the scheduler counts for a pod it reads back. A card named twice in one
+    container reads only as MIG devices with placements of their own (codec.decode_pod_grants).
+    CodecError when either annotation is malformed or they disagree."""
+    grants = decode_pod_grants(allocated, annotation, reservations)
+    return with_mig_reservations(grants, reservations)
 
 
 def with_mig_reservations(grants: PodGrants, reservations: Sequence[MigReservation]) -> PodGrants:

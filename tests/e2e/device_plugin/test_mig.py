@@ -41,18 +41,20 @@ mig_profile_allowlist:
 """
 
 
-def schedule_mig(env: PluginEnv, name: str, profile: str, start: int, size: int) -> None:
-    """Leave a pod as vgpu's scheduler does after placing one MIG device (signed, locked)."""
+def schedule_mig(env: PluginEnv, name: str, profile: str, *placements: tuple[int, int]) -> None:
+    """Leave a pod as vgpu's scheduler does after placing its container's MIG devices, one per
+    (start, size), all on MIG_GPU (signed, locked)."""
     uid = str(uuid.uuid4())
-    grants = f"{MIG_GPU},NVIDIA,19968,43:;"
+    grants = f"{MIG_GPU},NVIDIA,19968,43:" * len(placements) + ";"
     reservation = [
         {
             "containerIndex": 0,
-            "deviceIndex": 0,
+            "deviceIndex": device,
             "gpuUUID": MIG_GPU,
             "profile": profile,
             "placement": {"start": start, "size": size},
         }
+        for device, (start, size) in enumerate(placements)
     ]
     annotations = {
         "hami.io/vgpu-node": NODE,
@@ -69,7 +71,7 @@ def schedule_mig(env: PluginEnv, name: str, profile: str, start: int, size: int)
     container: dict[str, Any] = {
         "name": "main",
         "image": "cuda",
-        "resources": {"limits": {"nvidia.com/gpu": 1}},
+        "resources": {"limits": {"nvidia.com/gpu": len(placements)}},
     }
     manifest = pod_manifest(
         "default",
@@ -94,14 +96,18 @@ def reservations(env: PluginEnv, name: str) -> list[dict[str, Any]]:
     return parsed
 
 
-def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
-    plugin_env: PluginEnv, start_plugin: Start
-) -> None:
+def start_mig_plugin(plugin_env: PluginEnv, start_plugin: Start) -> PluginEnv:
     plugin_env.gpu_file.write_text(GPU_FILE)
     plugin_env.extra_env["VGPU_MIG_RECONCILE_INTERVAL"] = "0.2"
     config = plugin_env.gpu_file.with_name("plugin.yaml")
     config.write_text(ALLOWLIST)
-    env = start_plugin("--config", str(config))
+    return start_plugin("--config", str(config))
+
+
+def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
+    plugin_env: PluginEnv, start_plugin: Start
+) -> None:
+    env = start_mig_plugin(plugin_env, start_plugin)
     assert env.kubelet.wait_for(lambda: "hami.io/node-nvidia-register" in env.node_annotations())
     (card,) = json.loads(env.node_annotations()["hami.io/node-nvidia-register"])
     assert (card["mode"], [p["name"] for p in card["migProfiles"]]) == (
@@ -109,7 +115,7 @@ def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
         ["3g.20gb"],
     )
 
-    schedule_mig(env, "train", "3g.20gb", 0, 4)
+    schedule_mig(env, "train", "3g.20gb", (0, 4))
     reply = env.kubelet.allocate([f"{MIG_GPU}-0"])
 
     (answer,) = reply.container_responses
@@ -125,7 +131,31 @@ def test_allocate_makes_the_reserved_instance_and_pod_deletion_destroys_it(
 
     assert env.wait_for_log(f"MIG instance {mig_uuid} of pod default/train destroyed")
     # the slices are free again: the same placement can be made for the next pod
-    schedule_mig(env, "next", "3g.20gb", 0, 4)
+    schedule_mig(env, "next", "3g.20gb", (0, 4))
     env.kubelet.allocate([f"{MIG_GPU}-1"])
     (second,) = reservations(env, "next")
     assert second["migUUID"] != mig_uuid
+
+
+def test_one_container_gets_two_instances_of_one_gpu_and_loses_both_with_the_pod(
+    plugin_env: PluginEnv, start_plugin: Start
+) -> None:
+    env = start_mig_plugin(plugin_env, start_plugin)
+    assert env.kubelet.wait_for(lambda: "hami.io/node-nvidia-register" in env.node_annotations())
+
+    schedule_mig(env, "pair", "3g.20gb", (4, 4), (0, 4))
+    reply = env.kubelet.allocate([f"{MIG_GPU}-0", f"{MIG_GPU}-1"])
+
+    (answer,) = reply.container_responses
+    visible = dict(answer.envs)["NVIDIA_VISIBLE_DEVICES"].split(",")
+    assert len(visible) == 2 and len(set(visible)) == 2
+    recorded = reservations(env, "pair")
+    assert [(r["placement"]["start"], r["migUUID"]) for r in recorded] == [
+        (4, visible[0]),
+        (0, visible[1]),
+    ]
+
+    env.api.delete("/api/v1/namespaces/default/pods/pair")
+
+    for mig_uuid in visible:
+        assert env.wait_for_log(f"MIG instance {mig_uuid} of pod default/pair destroyed")

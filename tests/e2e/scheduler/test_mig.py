@@ -45,11 +45,13 @@ REGISTER = json.dumps(
 )
 
 
-def _mig_pod(api: RunningApiServer, scheduler: SchedulerProcess, name: str, memory: int) -> Any:
+def _mig_pod(
+    api: RunningApiServer, scheduler: SchedulerProcess, name: str, memory: int, devices: int = 1
+) -> Any:
     body = pod_manifest(
         "default",
         name,
-        limits={"nvidia.com/gpu": 1, "nvidia.com/gpumem": memory},
+        limits={"nvidia.com/gpu": devices, "nvidia.com/gpumem": memory},
         annotations={"nvidia.com/vgpu-mode": "mig"},
     )
     return api.create("/api/v1/namespaces/default/pods", scheduler.admit(body))
@@ -64,15 +66,20 @@ def _reservations(api: RunningApiServer, name: str) -> list[dict[str, Any]]:
     return found
 
 
-def test_two_instances_share_a_card_at_different_placements_and_a_third_is_refused(
+def _scheduler_with_mig_node(
     k8s_api: RunningApiServer, launch: Launch, tmp_path: Path
-) -> None:
+) -> SchedulerProcess:
     k8s_api.create(
         "/api/v1/nodes",
         node_manifest("a100", annotations={"hami.io/node-nvidia-register": REGISTER}),
     )
-    kubeconfig = str(k8s_api.kubeconfig(tmp_path / "kubeconfig"))
-    scheduler = launch("--kubeconfig", kubeconfig)
+    return launch("--kubeconfig", str(k8s_api.kubeconfig(tmp_path / "kubeconfig")))
+
+
+def test_two_instances_share_a_card_at_different_placements_and_a_third_is_refused(
+    k8s_api: RunningApiServer, launch: Launch, tmp_path: Path
+) -> None:
+    scheduler = _scheduler_with_mig_node(k8s_api, launch, tmp_path)
     first = _mig_pod(k8s_api, scheduler, "first", 30000)
     second = _mig_pod(k8s_api, scheduler, "second", 30000)
     assert scheduler.filter(first, ["a100"])["NodeNames"] == ["a100"]
@@ -97,3 +104,28 @@ def test_two_instances_share_a_card_at_different_placements_and_a_third_is_refus
     scheduler.start()
     again = scheduler.filter(third, ["a100"])
     assert "1/1 CardMigTopologyInfeasible" in again["FailedNodes"]["a100"]
+
+
+def test_a_container_asking_two_devices_gets_two_placements_on_the_one_card(
+    k8s_api: RunningApiServer, launch: Launch, tmp_path: Path
+) -> None:
+    scheduler = _scheduler_with_mig_node(k8s_api, launch, tmp_path)
+    pair = _mig_pod(k8s_api, scheduler, "pair", 12000, devices=2)
+    assert scheduler.filter(pair, ["a100"])["NodeNames"] == ["a100"]
+
+    stored = k8s_api.get("/api/v1/namespaces/default/pods/pair")
+    assert stored is not None
+    notes = stored["metadata"]["annotations"]
+    assert notes["hami.io/vgpu-devices-allocated"] == f"{CARD},NVIDIA,19968,29:" * 2 + ";"
+    reserved = json.loads(notes["hami.io/vgpu-mig-allocations"])
+    assert [(r["deviceIndex"], r["gpuUUID"], r["profile"], r["placement"]) for r in reserved] == [
+        (0, CARD, "2g.20gb", {"start": 0, "size": 2}),
+        (1, CARD, "2g.20gb", {"start": 2, "size": 2}),
+    ]
+
+    scheduler.stop()  # both instances come back from the annotations: 2g.20gb has one left
+    scheduler.start()
+    third = _mig_pod(k8s_api, scheduler, "third", 12000, devices=2)
+    reply = scheduler.filter(third, ["a100"])
+    assert reply["NodeNames"] is None
+    assert "AllocatedCardsInsufficientRequest" in reply["FailedNodes"]["a100"]

@@ -21,6 +21,7 @@ from tests.unit.device_plugin.migworld import (
 )
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
+from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.domain.mig import MigInstance, MigPlacement
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
@@ -31,7 +32,7 @@ from vgpu.domain.mig_allocations import (
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
 from vgpu.ports.gpu import MigError
-from vgpu.ports.kubelet import DevicePluginError
+from vgpu.ports.kubelet import DevicePluginError, PreferredRequest
 
 SMALL = "NVIDIA,4864,15:"
 LARGE = "NVIDIA,19968,43:"
@@ -296,3 +297,78 @@ def test_containers_served_in_separate_calls_each_record_their_instances(
     ]
     assert len(w.fake.mig_instances()) == 2
     assert w.pod().annotations["hami.io/bind-phase"] == "success"
+
+
+def test_one_container_gets_two_instances_on_one_gpu(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 6, 1), reserve(0, 1, MIG_A, "3g.20gb", 0, 4)]
+    w.put(
+        mig_pod(
+            f"{MIG_A},{SMALL}{MIG_A},{LARGE};",
+            reservations,
+            Container("main", limits={"nvidia.com/gpu": 2}),
+        )
+    )
+
+    (answer,) = w.allocator.allocate([[f"{MIG_A}-0", f"{MIG_A}-1"]])
+
+    assert w.live() == [(MIG_A, "1g.5gb", 6, 1), (MIG_A, "3g.20gb", 0, 4)]
+    by_profile = {i.profile: i.mig_uuid for i in w.fake.mig_instances()}
+    assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == (
+        f"{by_profile['1g.5gb']},{by_profile['3g.20gb']}"
+    )
+    recorded = decode_mig_allocations(w.pod().annotations[MIG_ALLOCATIONS_ANNOTATION])
+    assert [r.runtime.mig_uuid if r.runtime else None for r in recorded] == [
+        by_profile["1g.5gb"],
+        by_profile["3g.20gb"],
+    ]
+    assert w.pod().annotations["hami.io/bind-phase"] == "success"
+
+
+def test_the_preferred_devices_are_two_replicas_of_a_gpu_granted_twice(tmp_path: Path) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 6, 1), reserve(0, 1, MIG_A, "1g.5gb", 5, 1)]
+    w.put(mig_pod(f"{MIG_A},{SMALL}{MIG_A},{SMALL};", reservations))
+    service = DevicePluginService(w.gpus, w.allocator, True, watch_poll_s=0)
+    available = [f"{MIG_B}-0", f"{MIG_A}-0", f"{MIG_B}-1", f"{MIG_A}-1"]
+
+    (choice,) = service.preferred_allocation([PreferredRequest(available, size=2)])
+
+    assert choice == [f"{MIG_A}-0", f"{MIG_A}-1"]
+
+
+@pytest.mark.parametrize(
+    ("grants", "reservations", "problem"),
+    [
+        pytest.param(
+            f"{SHARED},NVIDIA,1000,10:{SHARED},NVIDIA,1000,10:;",
+            [],
+            f"card id '{SHARED}' is already listed as container #0, card #0",
+            id="a shared card twice",
+        ),
+        pytest.param(
+            f"{MIG_A},{SMALL}{MIG_A},{SMALL};",
+            [reserve(0, 0, MIG_A, "1g.5gb", 6, 1)],
+            f"card id '{MIG_A}' is already listed as container #0, card #0",
+            id="one reservation for two devices",
+        ),
+        pytest.param(
+            f"{MIG_A},{SMALL}{MIG_A},{LARGE};",
+            [reserve(0, 0, MIG_A, "1g.5gb", 1, 1), reserve(0, 1, MIG_A, "3g.20gb", 0, 4)],
+            "their MIG reservations overlap",
+            id="two reservations overlapping",
+        ),
+    ],
+)
+def test_a_gpu_named_twice_in_a_container_without_instances_of_its_own_is_refused(
+    tmp_path: Path, grants: str, reservations: list[MigReservation], problem: str
+) -> None:
+    """Signed as the scheduler signs (a leaked key, a bug): still refused, nothing made."""
+    w = mig_world(tmp_path)
+    w.put(mig_pod(grants, reservations, Container("main", limits={"nvidia.com/gpu": 2})))
+    uuid = grants.split(",")[0]
+
+    with pytest.raises(DevicePluginError, match=re.escape(problem)):
+        w.allocator.allocate([[f"{uuid}-0", f"{uuid}-1"]])
+
+    assert w.fake.mig_instances() == []

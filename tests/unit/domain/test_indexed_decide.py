@@ -3,7 +3,9 @@
 Random sequences of node changes (cards added, turning unhealthy or cordoned, nodes removed),
 grants and releases are replayed; after each step random pods of every kind are decided both
 ways: the same node, cards and score when the pod fits, the same rejection for every node
-(reason, message, per-card reasons) when it does not.
+(reason, message, per-card reasons) when it does not. Containers may ask for more devices than
+a node has cards (a MIG card can give one container several instances); every placement reads
+back from its annotations as it was made and the strict ledger accepts it.
 """
 
 from typing import Any
@@ -27,8 +29,10 @@ from vgpu.domain import (
     Policy,
     ScoringWeights,
     decide,
+    encode_pod_grants,
 )
 from vgpu.domain.mig import MigPlacement, MigSlot
+from vgpu.domain.mig_grants import decode_granted, mig_reservations
 from vgpu.domain.quota import UNLIMITED
 from vgpu.domain.selectors import CardSelector
 
@@ -64,7 +68,7 @@ def cards(draw: Any, node: str) -> list[Device]:
 
 requests = st.builds(
     ContainerRequest,
-    count=st.integers(1, 3),
+    count=st.sampled_from((1, 1, 2, 3, 5)),
     memory=st.sampled_from((0, 1000, 4000, 12000, 20000, 40000, 90000)),
     memory_percent=st.sampled_from((10, 25, 50, 100)),
     cores=st.sampled_from((0, 0, 10, 25, 50, 100)),
@@ -200,8 +204,11 @@ def test_indexed_decide_matches_exhaustive_decide(data: st.DataObject) -> None:
             every = decide(plan, views, budget)
             assert ledger.feasible(plan, names, budget, exclude) == every
             assert ledger.feasible(plan, names, budget, exclude) == every  # remembered answers
-            if isinstance(exhaustive, Placement) and data.draw(st.booleans()):
-                ledger.grant(plan.key, exhaustive.node, exhaustive.grants, plan.init_count)
+            if isinstance(exhaustive, Placement):
+                grants = exhaustive.grants
+                assert decode_granted(encode_pod_grants(grants), mig_reservations(grants)) == grants
+                if data.draw(st.booleans()):
+                    ledger.grant(plan.key, exhaustive.node, grants, plan.init_count)
 
 
 def test_pod_that_fits_nowhere_gets_every_nodes_reason_and_a_change_is_seen() -> None:

@@ -114,3 +114,38 @@ def test_combined_scores_bind_writes_the_reservation_too() -> None:
     assert w.service.bind("default", "p", "uid-p", "node1") == ""
     (reservation,) = decode_mig_allocations(w.pod_annotations("p")[MIG_ALLOCATIONS_ANNOTATION])
     assert (reservation.profile, reservation.placement) == ("3g.40gb", MigPlacement(4, 4))
+
+
+def test_two_devices_of_one_container_on_one_card_are_written_and_read_back() -> None:
+    w = world(mig_node())
+    body = manifest("pair", annotations=dict(MIG), gpu=2, gpumem=9000)
+    assert w.filter(body, "node1").node_names == ["node1"]
+    notes = w.pod_annotations("pair")
+    assert notes[NVIDIA.allocated_annotation] == f"{CARD},NVIDIA,9856,15:{CARD},NVIDIA,9856,15:;"
+    assert decode_mig_allocations(notes[MIG_ALLOCATIONS_ANNOTATION]) == (
+        MigReservation(0, 0, CARD, "1g.10gb", MigPlacement(6, 1)),
+        MigReservation(0, 1, CARD, "1g.10gb", MigPlacement(5, 1)),
+    )
+    assert w.usage("node1", CARD) == Usage(2, 2 * 9856, 30, mig=0b0110_0000)
+    assert world(cluster=w.cluster).usage("node1", CARD) == w.usage("node1", CARD)
+
+
+def test_a_signed_repeat_of_one_card_without_reservations_is_not_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = world(mig_node())
+    body = manifest(
+        "twice",
+        node="node1",
+        phase="Running",
+        annotations={
+            "hami.io/vgpu-node": "node1",
+            NVIDIA.allocated_annotation: f"{CARD},NVIDIA,9856,15:{CARD},NVIDIA,9856,15:;",
+        },
+        gpu=2,
+        gpumem=9000,
+    )
+    with caplog.at_level(logging.WARNING):
+        w.add_pod(signed(body))
+    assert w.state.ledger.allocation("default/twice") is None
+    assert f"card id '{CARD}' is already listed as container #0, card #0" in caplog.text

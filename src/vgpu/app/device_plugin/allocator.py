@@ -26,9 +26,9 @@ from vgpu.app.device_plugin.keyring import KeyRingUnavailable
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
-from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label
+from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label, pod_grants
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
-from vgpu.domain.codec import decode_pod_grants, encode_pod_grants
+from vgpu.domain.codec import encode_pod_grants
 from vgpu.domain.device import MIG_MODE
 from vgpu.domain.errors import DomainError, RequestError
 from vgpu.domain.grant import ContainerGrant
@@ -113,9 +113,7 @@ class Allocator:
     def pending_grants(self) -> list[ContainerGrant]:
         """The waiting pod's containers still to serve, in order (for preferred allocation)."""
         pod = self._chosen(self._search())
-        text = pod.annotations.get(self._vendor.to_allocate_annotation, "")
-        grants = decode_pod_grants(text, self._vendor.to_allocate_annotation)
-        return [c for c in grants if c]
+        return [c for c in pod_grants(pod, self._vendor.to_allocate_annotation) if c]
 
     # internals -------------------------------------------------------------------------------
     def _search(self) -> Waiting:
@@ -156,7 +154,7 @@ class Allocator:
 
     def _serve(self, pod: Pod, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
         key = self._vendor.to_allocate_annotation
-        grants = list(decode_pod_grants(pod.annotations.get(key, ""), key))
+        grants = list(pod_grants(pod, key))
         first = next((i for i, c in enumerate(grants) if c), 0)
         self._ledger.check(pod, allocated_grants(pod, self._vendor), container_label(pod, first))
         mig = _MigCall()

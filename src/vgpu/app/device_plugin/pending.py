@@ -10,8 +10,7 @@ annotations can neither jump the queue nor raise what is served.
 import logging
 from dataclasses import dataclass, field
 
-from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label
-from vgpu.domain.codec import decode_pod_grants
+from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label, pod_grants
 from vgpu.domain.errors import CodecError, DomainError
 from vgpu.domain.grant import ContainerGrant
 from vgpu.domain.nodelock import parse_node_lock
@@ -70,11 +69,10 @@ def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:
         or annotations.get(BIND_PHASE_ANNOTATION) != ALLOCATING
     ):
         return False
-    text = annotations.get(vendor.to_allocate_annotation)
-    if text is None:
+    if vendor.to_allocate_annotation not in annotations:
         return False
     try:
-        return any(decode_pod_grants(text, vendor.to_allocate_annotation))
+        return any(pod_grants(pod, vendor.to_allocate_annotation))
     except CodecError:
         return True
 
@@ -87,7 +85,7 @@ def to_allocate_problem(pod: Pod, vendor: Vendor) -> str | None:
     """
     key = vendor.to_allocate_annotation
     try:
-        left = decode_pod_grants(pod.annotations.get(key, ""), key)
+        left = pod_grants(pod, key)
         allocated = allocated_grants(pod, vendor)
     except CodecError as exc:
         return str(exc)

@@ -1,6 +1,7 @@
 """The device plugin's answers to the kubelet (implements DevicePluginHandler)."""
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 from vgpu.app.device_plugin.allocator import Allocator
@@ -69,11 +70,13 @@ class DevicePluginService:
         log.debug("PreStartContainer for %s: nothing to do", list(device_ids))
 
     def _prefer(self, request: PreferredRequest, segment: ContainerGrant) -> list[str]:
-        """Must-include IDs, then one replica of each granted card, then any to fill the size."""
+        """Must-include IDs, then one replica per grant of each granted card (a card granted
+        twice, as MIG instances, gets two), then any to fill the size."""
         chosen = list(dict.fromkeys(request.must_include))
-        covered = {self._gpus.physical_uuid(i) for i in chosen}
+        covered = Counter(self._gpus.physical_uuid(i) for i in chosen)
         for grant in segment:
-            if grant.uuid in covered:
+            if covered[grant.uuid] > 0:
+                covered[grant.uuid] -= 1
                 continue
             replica = next(
                 (
@@ -85,7 +88,6 @@ class DevicePluginService:
             )
             if replica is not None:
                 chosen.append(replica)
-                covered.add(grant.uuid)
         size = request.size if request.size > 0 else len(chosen)
         for device_id in request.available:
             if len(chosen) >= size:

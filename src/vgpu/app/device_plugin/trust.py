@@ -3,7 +3,7 @@
 Any tenant can write annotations on its own pods, so a grant is believed only when
 - the pod is bound to this node and `hami.io/vgpu-node` names this node,
 - `hami.io/vgpu-devices-allocated` reads as grants (the codec refuses a card twice in one
-  container), and
+  container, unless `hami.io/vgpu-mig-allocations` places each of its MIG devices apart), and
 - with signing on, `vgpu.io/grant-signature` verifies for (pod uid, this node, `hami.io/vgpu-time`,
   the allocated text, the MIG reservations); with signing off (HAMi's scheduler, which does not
   sign), the pod names one of the trusted schedulers.
@@ -15,6 +15,7 @@ from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import PodGrants
+from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
 from vgpu.domain.pod import Pod
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, Vendor
@@ -76,8 +77,15 @@ class NamedSchedulerGrants:
 
 def allocated_grants(pod: Pod, vendor: Vendor) -> PodGrants:
     """The pod's `allocated` grants; CodecError when they do not read (checked by `problem`)."""
-    key = vendor.allocated_annotation
-    return decode_pod_grants(pod.annotations.get(key, ""), key)
+    return pod_grants(pod, vendor.allocated_annotation)
+
+
+def pod_grants(pod: Pod, key: str) -> PodGrants:
+    """The grants in the pod's annotation `key` (`allocated` or `to-allocate`), where a card
+    may repeat in a container only as MIG devices its reservations place apart; CodecError
+    when the grants or the reservations do not read."""
+    reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
+    return decode_pod_grants(pod.annotations.get(key, ""), key, reservations)
 
 
 def container_label(pod: Pod, index: int) -> str:

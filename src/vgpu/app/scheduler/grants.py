@@ -14,13 +14,13 @@ from enum import Enum
 
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
-from vgpu.domain import Pod, PodGrants, Vendor, decode_pod_grants, encode_pod_grants
+from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
     decode_mig_allocations,
     encode_mig_allocations,
 )
-from vgpu.domain.mig_grants import mig_reservations, with_mig_reservations
+from vgpu.domain.mig_grants import decode_granted, mig_reservations
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
@@ -81,8 +81,8 @@ def claimed_grants(claim: GrantClaim, vendor: Vendor) -> PodGrants:
     """The grants a (trusted) claim makes, MIG instances included, as `grant_annotations`
     wrote them: what a restart counts again. CodecError when the device list is malformed or
     the MIG reservations disagree with it (then neither is counted)."""
-    grants = decode_pod_grants(claim.allocated, vendor.allocated_annotation)
-    return with_mig_reservations(grants, decode_mig_allocations(claim.mig_reservations))
+    reservations = decode_mig_allocations(claim.mig_reservations)
+    return decode_granted(claim.allocated, reservations, vendor.allocated_annotation)
 
 
 def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None]]:

@@ -36,11 +36,10 @@ from vgpu.domain import (
     QuotaBook,
     Reason,
     SchedulingConfig,
-    decode_pod_grants,
     encode_pod_grants,
     limits_from_hard,
 )
-from vgpu.domain.mig_grants import mig_reservations, with_mig_reservations
+from vgpu.domain.mig_grants import decode_granted, mig_reservations
 from vgpu.domain.preemption import Cost, Victim, choose_victims, cost
 from vgpu.domain.quota import pod_charge
 from vgpu.domain.reasons import phrase
@@ -345,9 +344,8 @@ class Simulation:
 
     def _place(self, pod: SimPod, placement: Placement) -> None:
         # the scheduler writes the grants as annotations; the node side reads them back
-        grants = with_mig_reservations(
-            decode_pod_grants(encode_pod_grants(placement.grants)),
-            mig_reservations(placement.grants),
+        grants = decode_granted(
+            encode_pod_grants(placement.grants), mig_reservations(placement.grants)
         )
         self.ledger.grant(pod.key, placement.node, grants, pod.plan.init_count)
         self.quota.charge(pod.key, pod.namespace, grants, pod.plan.init_count)
