@@ -1,68 +1,87 @@
 """Nodes sorted by fullness, one sorted list per node capacity, kept current in O(log n).
 
-Walking it yields nodes with an upper bound on the score a pod could get there, best bound
-first, so a search can stop at the first node whose bound is below the best score found.
+Walking it yields *alike* nodes together, with an upper bound on the score a pod could get on
+any of them, best bound first, so a search can stop at the first bound below the best score
+found. Alike nodes have the same capacity and the same slices, cores and memory in use (so the
+same fullness); a block lists them by name, under either policy, so the first of equally good
+nodes a search meets is the one a tie goes to.
 """
 
 import heapq
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 
 from vgpu.domain.node_summary import Capacity
 from vgpu.domain.policy import Policy, preference
 
-Bounded = tuple[float, str]  # (upper bound of the score, node)
+Used = tuple[int, int, int]  # slices, cores, memory in use on the node's cards
+Block = tuple[float, Iterable[str]]  # (upper bound of the score, alike nodes by name)
 Gain = Callable[[Capacity], float]
+_Entry = tuple[float, Used, str]
+_alike = itemgetter(0, 1)
+_name = itemgetter(2)
 
 
 class FullnessOrder:
     def __init__(self) -> None:
-        self._sorted: dict[Capacity, list[tuple[float, str]]] = {}
-        self._place: dict[str, tuple[Capacity, float]] = {}
+        self._sorted: dict[Capacity, list[_Entry]] = {}
+        self._place: dict[str, tuple[Capacity, float, Used]] = {}
 
     def __len__(self) -> int:
         return len(self._place)
 
-    def put(self, node: str, capacity: Capacity, fullness: float) -> None:
-        if self._place.get(node) == (capacity, fullness):
+    def put(self, node: str, capacity: Capacity, fullness: float, used: Used) -> None:
+        if self._place.get(node) == (capacity, fullness, used):
             return
         self.remove(node)
-        insort(self._sorted.setdefault(capacity, []), (fullness, node))
-        self._place[node] = (capacity, fullness)
+        insort(self._sorted.setdefault(capacity, []), (fullness, used, node))
+        self._place[node] = (capacity, fullness, used)
 
     def remove(self, node: str) -> None:
         place = self._place.pop(node, None)
         if place is None:
             return
-        capacity, fullness = place
+        capacity, fullness, used = place
         entries = self._sorted[capacity]
-        del entries[bisect_left(entries, (fullness, node))]
+        del entries[bisect_left(entries, (fullness, used, node))]
         if not entries:
             del self._sorted[capacity]
 
-    def walk(self, policy: Policy, gain: Gain) -> Iterator[Bounded]:
+    def walk(self, policy: Policy, gain: Gain) -> Iterator[Block]:
         """Every node, highest bound first: `preference(policy, fullness) + gain(capacity)`."""
         runs = [self._run(policy, capacity, gain(capacity)) for capacity in self._sorted]
         if len(runs) == 1:
             return runs[0]
-        return heapq.merge(*runs, key=lambda bounded: -bounded[0])
+        return heapq.merge(*runs, key=lambda block: -block[0])
 
-    def rank(self, nodes: Iterable[str], policy: Policy, gain: Gain) -> list[Bounded]:
-        """Only `nodes` (those in the order), highest bound first: for a few candidates."""
+    def rank(self, nodes: Iterable[str], policy: Policy, gain: Gain) -> list[Block]:
+        """Only `nodes` (those in the order), highest bound first, one per block: for a few
+        candidates."""
         gains: dict[Capacity, float] = {}
         ranked = []
         for node in nodes:
             place = self._place.get(node)
             if place is not None:
-                capacity, fullness = place
+                capacity, fullness, _ = place
                 if capacity not in gains:
                     gains[capacity] = gain(capacity)
                 ranked.append((preference(policy, fullness) + gains[capacity], node))
-        ranked.sort(key=lambda bounded: -bounded[0])
-        return ranked
+        ranked.sort(key=lambda bounded: (-bounded[0], bounded[1]))
+        return [(bound, (node,)) for bound, node in ranked]
 
-    def _run(self, policy: Policy, capacity: Capacity, gain: float) -> Iterator[Bounded]:
+    def _run(self, policy: Policy, capacity: Capacity, gain: float) -> Iterator[Block]:
+        """The capacity's blocks of alike nodes, best first under `policy`."""
         entries = self._sorted[capacity]
-        ordered = reversed(entries) if policy is Policy.BINPACK else iter(entries)
-        for fullness, node in ordered:
-            yield preference(policy, fullness) + gain, node
+        binpack = policy is Policy.BINPACK
+        start, end = 0, len(entries)
+        while start < end:
+            if binpack:  # the fullest block first
+                alike = _alike(entries[end - 1])
+                first, last = bisect_left(entries, alike, start, end, key=_alike), end
+                end = first
+            else:
+                alike = _alike(entries[start])
+                first, last = start, bisect_right(entries, alike, start, end, key=_alike)
+                start = last
+            yield preference(policy, alike[0]) + gain, map(_name, entries[first:last])

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
-from vgpu.domain.fullness_order import Bounded, FullnessOrder
+from vgpu.domain.fullness_order import Block, FullnessOrder
 from vgpu.domain.node_summary import Capacity, NodeSummary, PodNeeds, summarize
 from vgpu.domain.policy import preference
 from vgpu.domain.quota import UNLIMITED, Budget
@@ -49,7 +49,7 @@ class LedgerIndex:
         """The node's cards or usage changed."""
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
-        self._order.put(node, summary.capacity, summary.fullness)
+        self._order.put(node, summary.capacity, summary.fullness, summary.used)
         self._answers.pop(node, None)
 
     def drop(self, node: str) -> None:
@@ -72,17 +72,23 @@ class LedgerIndex:
         policy = plan.policies.node
         best: NodeFit | None = None
         best_score = -math.inf
-        for bound, node in self._walk(plan, needs, candidates):
+        for bound, alike in self._walk(plan, needs, candidates):
             if bound + _ROUNDING < best_score:
                 break
-            if node not in candidates or not needs.may_fit(self._summaries[node]):
-                continue
-            result = self._fit(plan, node, view, budget, shape)
-            if isinstance(result, NodeRejection):
-                continue
-            score = preference(policy, result.fullness)
-            if best is None or score > best_score or (score == best_score and node < best.node):
-                best, best_score = result, score
+            for node in alike:
+                if node not in candidates:
+                    continue
+                summary = self._summaries[node]
+                if not needs.may_fit(summary):
+                    continue
+                result = self._fit(plan, node, view, budget, shape)
+                if isinstance(result, NodeRejection):
+                    continue
+                score = preference(policy, result.fullness)
+                if best is None or score > best_score or (score == best_score and node < best.node):
+                    best, best_score = result, score
+                if needs.fixed_score(summary.capacity):
+                    break  # the rest of the block would score the same and lose the tie by name
         if best is not None:
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
         rejections = {}
@@ -127,9 +133,7 @@ class LedgerIndex:
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
 
-    def _walk(
-        self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]
-    ) -> Iterable[Bounded]:
+    def _walk(self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]) -> Iterable[Block]:
         policy = plan.policies.node
 
         def gain(capacity: Capacity) -> float:

@@ -30,6 +30,7 @@ class Capacity:
 class NodeSummary:
     capacity: Capacity
     fullness: float  # the node as it is, as `fit_pod` scores it
+    used: tuple[int, int, int]  # slices, cores and memory in use on its cards
     open_cards: int  # healthy, not cordoned, a slice left
     unused_cards: int  # open and no slice taken (what exclusive and mutex pods need)
     most_free_memory: int  # on any open card
@@ -73,6 +74,7 @@ def summarize(
     return NodeSummary(
         Capacity(slices, cores, memory, min(cards), max(cards)),
         fullness_of(used_slices, slices, used_cores, cores, used_memory, memory),
+        (used_slices, used_cores, used_memory),
         open_cards,
         unused_cards,
         most_free_memory,
@@ -89,12 +91,24 @@ class PodNeeds:
     init_requests: tuple[ContainerRequest, ...]
     app_requests: tuple[ContainerRequest, ...]
     exclusive: bool  # mutex: only cards nobody uses
+    in_mib: bool  # every request's memory is in MiB (none a percentage of a card)
 
     @classmethod
     def of(cls, plan: PodPlan) -> "PodNeeds":
         init = tuple(r for r in plan.requests[: plan.init_count] if r is not None)
         app = tuple(r for r in plan.requests[plan.init_count :] if r is not None)
-        return cls(init + app, init, app, plan.policies.idle_only)
+        requests = init + app
+        in_mib = all(r.memory for r in requests)
+        return cls(requests, init, app, plan.policies.idle_only, in_mib)
+
+    def fixed_score(self, capacity: Capacity) -> bool:
+        """True when the score of a placement on a node of this capacity depends only on what
+        the node has in use, not on which cards the pod gets: its footprint totals are fixed
+        (no init containers, whose claims overlap the app containers' per card; memory in
+        MiB, or a percentage of cards that are all one size)."""
+        return not self.init_requests and (
+            self.in_mib or capacity.smallest_card == capacity.largest_card
+        )
 
     def may_fit(self, node: NodeSummary) -> bool:
         """False only when no choice of cards on the node can hold every container.
