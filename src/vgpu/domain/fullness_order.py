@@ -8,8 +8,9 @@ nodes a search meets is the one a tie goes to.
 """
 
 import heapq
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
+from itertools import groupby
 from operator import itemgetter
 
 from vgpu.domain.node_summary import Capacity
@@ -18,14 +19,15 @@ from vgpu.domain.policy import Policy, preference
 Used = tuple[int, int, int]  # slices, cores, memory in use on the node's cards
 Block = tuple[float, Iterable[str]]  # (upper bound of the score, alike nodes by name)
 Gain = Callable[[Capacity], float]
-_Entry = tuple[float, Used, str]
+_Entry = tuple[float, Used, str]  # (fullness, or minus it, used, node)
 _alike = itemgetter(0, 1)
 _name = itemgetter(2)
 
 
 class FullnessOrder:
     def __init__(self) -> None:
-        self._sorted: dict[Capacity, list[_Entry]] = {}
+        # per capacity: entries by fullness (spread's order), and by minus fullness (binpack's)
+        self._sorted: dict[Capacity, tuple[list[_Entry], list[_Entry]]] = {}
         self._place: dict[str, tuple[Capacity, float, Used]] = {}
 
     def __len__(self) -> int:
@@ -35,7 +37,9 @@ class FullnessOrder:
         if self._place.get(node) == (capacity, fullness, used):
             return
         self.remove(node)
-        insort(self._sorted.setdefault(capacity, []), (fullness, used, node))
+        emptiest_first, fullest_first = self._sorted.setdefault(capacity, ([], []))
+        insort(emptiest_first, (fullness, used, node))
+        insort(fullest_first, (-fullness, used, node))
         self._place[node] = (capacity, fullness, used)
 
     def remove(self, node: str) -> None:
@@ -43,9 +47,10 @@ class FullnessOrder:
         if place is None:
             return
         capacity, fullness, used = place
-        entries = self._sorted[capacity]
-        del entries[bisect_left(entries, (fullness, used, node))]
-        if not entries:
+        emptiest_first, fullest_first = self._sorted[capacity]
+        del emptiest_first[bisect_left(emptiest_first, (fullness, used, node))]
+        del fullest_first[bisect_left(fullest_first, (-fullness, used, node))]
+        if not emptiest_first:
             del self._sorted[capacity]
 
     def walk(self, policy: Policy, gain: Gain) -> Iterator[Block]:
@@ -72,16 +77,6 @@ class FullnessOrder:
 
     def _run(self, policy: Policy, capacity: Capacity, gain: float) -> Iterator[Block]:
         """The capacity's blocks of alike nodes, best first under `policy`."""
-        entries = self._sorted[capacity]
         binpack = policy is Policy.BINPACK
-        start, end = 0, len(entries)
-        while start < end:
-            if binpack:  # the fullest block first
-                alike = _alike(entries[end - 1])
-                first, last = bisect_left(entries, alike, start, end, key=_alike), end
-                end = first
-            else:
-                alike = _alike(entries[start])
-                first, last = start, bisect_right(entries, alike, start, end, key=_alike)
-                start = last
-            yield preference(policy, alike[0]) + gain, map(_name, entries[first:last])
+        for (fullness, _), alike in groupby(self._sorted[capacity][binpack], _alike):
+            yield preference(policy, -fullness if binpack else fullness) + gain, map(_name, alike)

@@ -73,6 +73,17 @@ class SchedulerState:
         with self._lock:
             yield
 
+    @contextmanager
+    def locked_if_free(self) -> Iterator[bool]:
+        """Holds the lock (True) unless another thread holds it (False, nothing held): for the
+        event loop, which answers health checks and so must never wait for the lock."""
+        free = self._lock.acquire(blocking=False)
+        try:
+            yield free
+        finally:
+            if free:
+                self._lock.release()
+
     # readiness -------------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
