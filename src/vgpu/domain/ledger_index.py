@@ -14,6 +14,7 @@ where no bound can stop the walk early), since each placement changes one node o
 import math
 from collections.abc import Callable, Iterable
 
+from vgpu.domain.alike_rejection import AlikeRejection, Model, Profile, groupable, profile
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
@@ -38,6 +39,11 @@ class LedgerIndex:
         self._answers: dict[str, dict[int, NodeFit | NodeRejection]] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
+        # nodes alike card for card share a kind; a pod's rejection by one is every one's
+        self._kinds: dict[str, tuple[int, tuple[Device, ...]]] = {}
+        self._kind_ids: dict[Profile, int] = {}
+        self._models: dict[tuple[int, int], Model | None] = {}  # by (kind, shape)
+        self._next_kind = 0
 
     def update(
         self,
@@ -51,11 +57,17 @@ class LedgerIndex:
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness, summary.used)
         self._answers.pop(node, None)
+        kind = profile(devices, usage, cordoned)
+        if kind is None:
+            self._kinds.pop(node, None)
+        else:
+            self._kinds[node] = (self._kind_id(kind), devices)
 
     def drop(self, node: str) -> None:
         self._summaries.pop(node, None)
         self._order.remove(node)
         self._answers.pop(node, None)
+        self._kinds.pop(node, None)
 
     def decide(
         self,
@@ -69,19 +81,20 @@ class LedgerIndex:
         candidates = dict.fromkeys(nodes)
         needs = PodNeeds.of(plan)
         shape = self._shape(plan, budget)
+        alike = groupable(plan)
         policy = plan.policies.node
         best: NodeFit | None = None
         best_score = -math.inf
-        for bound, alike in self._walk(plan, needs, candidates):
+        for bound, block in self._walk(plan, needs, candidates):
             if bound + _ROUNDING < best_score:
                 break
-            for node in alike:
+            for node in block:
                 if node not in candidates:
                     continue
                 summary = self._summaries[node]
                 if not needs.may_fit(summary):
                     continue
-                result = self._fit(plan, node, view, budget, shape)
+                result = self._fit(plan, node, view, budget, shape, alike)
                 if isinstance(result, NodeRejection):
                     continue
                 score = preference(policy, result.fullness)
@@ -93,7 +106,7 @@ class LedgerIndex:
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
         rejections = {}
         for node in candidates:
-            result = self._fit(plan, node, view, budget, shape)
+            result = self._fit(plan, node, view, budget, shape, alike)
             if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
                 return decide(plan, [view(n) for n in candidates], budget)
             rejections[node] = result
@@ -112,6 +125,7 @@ class LedgerIndex:
         unchanged. `fresh` names a node whose view differs from the ledger's (a pod's own grant
         left out): it is fitted afresh and not remembered."""
         shape = self._shape(plan, budget)
+        alike = groupable(plan)
         policy = plan.policies.node
         fits: list[NodeFit] = []
         rejections: dict[str, NodeRejection] = {}
@@ -119,7 +133,7 @@ class LedgerIndex:
             if node == fresh:
                 result = fit_pod(plan, view(node), budget)
             else:
-                result = self._fit(plan, node, view, budget, shape)
+                result = self._fit(plan, node, view, budget, shape, alike)
             if isinstance(result, NodeRejection):
                 rejections[node] = result
             else:
@@ -150,16 +164,36 @@ class LedgerIndex:
         view: Callable[[str], NodeView],
         budget: Budget,
         shape: int,
+        alike: bool,
     ) -> NodeFit | NodeRejection:
+        """The node's answer: remembered, copied from an alike node's rejection (`alike`: the
+        pod's fit reads no card ids), or fitted."""
         remembered = self._answers.get(node)
         if remembered is not None and shape in remembered:
             return remembered[shape]
-        result = fit_pod(plan, view(node), budget)
+        kind = self._kinds.get(node) if alike else None
+        model = self._models.get((kind[0], shape)) if kind is not None else None
+        if kind is not None and model is not None:
+            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1])
+        else:
+            result = fit_pod(plan, view(node), budget)
+            if kind is not None and isinstance(result, NodeRejection):
+                self._models[(kind[0], shape)] = Model.of(result, kind[1])
         if node in self._summaries:
             if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
                 remembered = self._answers[node] = {}
             remembered[shape] = result
         return result
+
+    def _kind_id(self, kind: Profile) -> int:
+        found = self._kind_ids.get(kind)
+        if found is None:
+            if len(self._kind_ids) > 2 * len(self._summaries) + 1024:  # kinds no node has now
+                self._kind_ids.clear()
+                self._models.clear()
+            found = self._kind_ids[kind] = self._next_kind
+            self._next_kind += 1
+        return found
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
         """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
@@ -177,6 +211,7 @@ class LedgerIndex:
             if len(self._shapes) >= _SHAPES_KEPT:
                 self._shapes.clear()
                 self._answers.clear()
+                self._models.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape

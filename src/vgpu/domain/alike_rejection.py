@@ -1,0 +1,131 @@
+"""Nodes alike card for card share one computed rejection.
+
+Two nodes whose cards match position by position in everything `fit_pod` reads of them but
+their ids (type, index, split, memory, cores, NUMA node, health, mode, cordon, usage) turn a pod
+down for the same reason, with the same message and the same reason per card: only the node's
+name and its card ids differ. So a pod that fits nowhere costs one exact fit per *kind* of node
+(idle nodes, nodes loaded alike) instead of one per node; the other nodes' rejections are copies
+that fill in their own card ids only when someone reads their cards.
+
+A pod whose fit reads card ids (UUID selectors) or the pair scores (`topology-aware`) is
+always fitted node by node, and so is a node with MIG cards or repeated card indexes.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vgpu.domain.device import HAMI_CORE_MODE, Device, Usage
+from vgpu.domain.fit import PodPlan
+from vgpu.domain.reasons import CardRejection, NodeRejection
+
+Profile = tuple[tuple[object, ...], ...]
+IDLE = Usage()
+
+
+def profile(
+    devices: tuple[Device, ...], usage: Mapping[str, Usage], cordoned: frozenset[str]
+) -> Profile | None:
+    """What `fit_pod` reads of the node's cards, less their ids; None when the node must be
+    fitted on its own."""
+    rows = []
+    for device in devices:
+        if device.mode != HAMI_CORE_MODE or device.mig_profiles:
+            return None
+        used = usage.get(device.uuid, IDLE)
+        rows.append(
+            (
+                device.index,
+                device.type,
+                device.count,
+                device.memory,
+                device.cores,
+                device.numa,
+                device.healthy,
+                device.mode,
+                device.uuid in cordoned,
+                used.slices,
+                used.memory,
+                used.cores,
+            )
+        )
+    if len({device.index for device in devices}) != len(devices):
+        return None  # cards of one index are ordered by id
+    return tuple(rows)
+
+
+def groupable(plan: PodPlan) -> bool:
+    """True when the pod's fit on a node reads nothing of its card ids."""
+    selector = plan.selector
+    return not (plan.policies.topology or selector.use_uuids or selector.avoid_uuids)
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A rejection computed for one node, its cards by position among that node's cards."""
+
+    rejection: NodeRejection
+    positions: tuple[int, ...]  # of each rejected card
+    hami_reason: str
+
+    @classmethod
+    def of(cls, rejection: NodeRejection, devices: tuple[Device, ...]) -> "Model | None":
+        where = {device.uuid: position for position, device in enumerate(devices)}
+        positions = tuple(where.get(card.uuid, -1) for card in rejection.cards)
+        if -1 in positions:
+            return None
+        return cls(rejection, positions, rejection.hami_reason)
+
+
+class AlikeRejection(NodeRejection):
+    """Another node's rejection made from a `Model`: the same reason, message and per-card
+    reasons, its own name, and its own card ids filled in when `cards` is first read. It
+    compares and hashes as the `NodeRejection` that `fit_pod` gives for that node."""
+
+    __slots__ = ("_devices", "_model")
+
+    @classmethod
+    def like(cls, node: str, model: Model, devices: tuple[Device, ...]) -> "AlikeRejection":
+        made = object.__new__(cls)
+        put = object.__setattr__
+        put(made, "node", node)
+        put(made, "reason", model.rejection.reason)
+        put(made, "message", model.rejection.message)
+        put(made, "considered", model.rejection.considered)
+        put(made, "_model", model)
+        put(made, "_devices", devices)
+        return made
+
+    def __getattr__(self, name: str) -> Any:  # only for slots not set yet
+        if name != "cards":
+            raise AttributeError(name)
+        model: Model = object.__getattribute__(self, "_model")
+        devices: tuple[Device, ...] = object.__getattribute__(self, "_devices")
+        cards = tuple(
+            CardRejection(devices[position].uuid, card.reason, card.need, card.free)
+            for position, card in zip(model.positions, model.rejection.cards, strict=True)
+        )
+        object.__setattr__(self, "cards", cards)
+        return cards
+
+    @property
+    def hami_reason(self) -> str:
+        model: Model | None = getattr(self, "_model", None)  # None when built field by field
+        return super().hami_reason if model is None else model.hami_reason
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.node, self.reason, self.message, self.cards, self.considered)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeRejection):
+            return NotImplemented
+        return self._fields() == (
+            other.node,
+            other.reason,
+            other.message,
+            other.cards,
+            other.considered,
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
