@@ -165,6 +165,8 @@ class SchedulerState:
             return self.ledger.feasible(plan, candidates, budget, exclude_pod=plan.key), broken
 
     def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
+        if not self._problems and not self._unreported:  # the usual case, in one C call
+            return list(dict.fromkeys(names)), {}
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
