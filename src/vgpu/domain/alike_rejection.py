@@ -19,20 +19,18 @@ from vgpu.domain.device import HAMI_CORE_MODE, Device, Usage
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.reasons import CardRejection, NodeRejection
 
-Profile = tuple[tuple[object, ...], ...]
+Cards = tuple[tuple[object, ...], ...]
+Load = tuple[object, ...]
 IDLE = Usage()
 
 
-def profile(
-    devices: tuple[Device, ...], usage: Mapping[str, Usage], cordoned: frozenset[str]
-) -> Profile | None:
-    """What `fit_pod` reads of the node's cards, less their ids; None when the node must be
-    fitted on its own."""
+def cards_profile(devices: tuple[Device, ...]) -> Cards | None:
+    """What `fit_pod` reads of the node's cards themselves, less their ids; None when the node
+    must be fitted on its own."""
     rows = []
     for device in devices:
         if device.mode != HAMI_CORE_MODE or device.mig_profiles:
             return None
-        used = usage.get(device.uuid, IDLE)
         rows.append(
             (
                 device.index,
@@ -43,15 +41,24 @@ def profile(
                 device.numa,
                 device.healthy,
                 device.mode,
-                device.uuid in cordoned,
-                used.slices,
-                used.memory,
-                used.cores,
             )
         )
     if len({device.index for device in devices}) != len(devices):
         return None  # cards of one index are ordered by id
     return tuple(rows)
+
+
+def load_profile(
+    devices: tuple[Device, ...], usage: Mapping[str, Usage], cordoned: frozenset[str]
+) -> Load:
+    """What `fit_pod` reads of the node's cards' state: cordon and usage, card by card."""
+    if not usage and not cordoned:
+        return ()
+    flat: list[object] = []
+    for device in devices:
+        used = usage.get(device.uuid, IDLE)
+        flat += (device.uuid in cordoned, used.slices, used.memory, used.cores)
+    return tuple(flat)
 
 
 def groupable(plan: PodPlan) -> bool:

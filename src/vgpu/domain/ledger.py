@@ -67,6 +67,11 @@ class Ledger:
         self._pair_scores.pop(node, None)
         self._index.drop(node)
 
+    def settle(self) -> None:
+        """Do now what the index otherwise does on first need (tell which nodes are alike, so
+        that a pod that fits nowhere is cheap): once a rebuild is done."""
+        self._index.settle(self.view)
+
     def nodes(self) -> list[str]:
         return sorted(self._devices)
 

@@ -14,7 +14,15 @@ where no bound can stop the walk early), since each placement changes one node o
 import math
 from collections.abc import Callable, Iterable
 
-from vgpu.domain.alike_rejection import AlikeRejection, Model, Profile, groupable, profile
+from vgpu.domain.alike_rejection import (
+    AlikeRejection,
+    Cards,
+    Load,
+    Model,
+    cards_profile,
+    groupable,
+    load_profile,
+)
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
@@ -40,8 +48,10 @@ class LedgerIndex:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
         # nodes alike card for card share a kind; a pod's rejection by one is every one's
-        self._kinds: dict[str, tuple[int, tuple[Device, ...]]] = {}
-        self._kind_ids: dict[Profile, int] = {}
+        self._kinds: dict[str, tuple[int, NodeView]] = {}  # kind -1: fitted on its own
+        self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
+        self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
+        self._card_kinds: dict[Cards, int] = {}
         self._models: dict[tuple[int, int], Model | None] = {}  # by (kind, shape)
         self._next_kind = 0
 
@@ -57,13 +67,18 @@ class LedgerIndex:
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness, summary.used)
         self._answers.pop(node, None)
-        kind = profile(devices, usage, cordoned)
-        if kind is None:
-            self._kinds.pop(node, None)
-        else:
-            self._kinds[node] = (self._kind_id(kind), devices)
+        self._kinds.pop(node, None)  # worked out again when a rejection needs it
+        cards = self._cards_of.get(node)
+        if cards is None or cards[0] is not devices:  # new cards: seldom, once per node
+            self._cards_of[node] = (devices, self._card_kind(devices))
+
+    def settle(self, view: Callable[[str], NodeView]) -> None:
+        """Work out every node's kind now rather than on first need (after a rebuild)."""
+        for node in self._summaries:
+            self._kind(node, view)
 
     def drop(self, node: str) -> None:
+        self._cards_of.pop(node, None)
         self._summaries.pop(node, None)
         self._order.remove(node)
         self._answers.pop(node, None)
@@ -85,6 +100,7 @@ class LedgerIndex:
         policy = plan.policies.node
         best: NodeFit | None = None
         best_score = -math.inf
+        checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
         for bound, block in self._walk(plan, needs, candidates):
             if bound + _ROUNDING < best_score:
                 break
@@ -92,7 +108,9 @@ class LedgerIndex:
                 if node not in candidates:
                     continue
                 summary = self._summaries[node]
-                if not needs.may_fit(summary):
+                if summary is not checked:
+                    checked, may_fit = summary, needs.may_fit(summary)
+                if not may_fit:
                     continue
                 result = self._fit(plan, node, view, budget, shape, alike)
                 if isinstance(result, NodeRejection):
@@ -171,29 +189,52 @@ class LedgerIndex:
         remembered = self._answers.get(node)
         if remembered is not None and shape in remembered:
             return remembered[shape]
-        kind = self._kinds.get(node) if alike else None
+        kind = self._kind(node, view) if alike else None
         model = self._models.get((kind[0], shape)) if kind is not None else None
         if kind is not None and model is not None:
-            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1])
+            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1].devices)
         else:
-            result = fit_pod(plan, view(node), budget)
+            result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
             if kind is not None and isinstance(result, NodeRejection):
-                self._models[(kind[0], shape)] = Model.of(result, kind[1])
+                self._models[(kind[0], shape)] = Model.of(result, kind[1].devices)
         if node in self._summaries:
             if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
                 remembered = self._answers[node] = {}
             remembered[shape] = result
         return result
 
-    def _kind_id(self, kind: Profile) -> int:
-        found = self._kind_ids.get(kind)
+    def _kind(self, node: str, view: Callable[[str], NodeView]) -> tuple[int, NodeView] | None:
+        """The node's kind (alike nodes share one) and its view; None for a node fitted on its
+        own. Worked out on first need after each change, not on every change: a rebuild
+        changes each node many times."""
+        found = self._kinds.get(node)
         if found is None:
-            if len(self._kind_ids) > 2 * len(self._summaries) + 1024:  # kinds no node has now
-                self._kind_ids.clear()
-                self._models.clear()
-            found = self._kind_ids[kind] = self._next_kind
-            self._next_kind += 1
-        return found
+            if node not in self._summaries:
+                return None
+            seen = view(node)
+            cards = self._cards_of[node]
+            if cards[1] < 0:
+                found = self._kinds[node] = (-1, seen)
+            else:
+                load = load_profile(seen.devices, seen.usage, seen.cordoned)
+                known = self._kind_ids.get((cards[1], load))
+                if known is None:
+                    if len(self._kind_ids) > 2 * len(self._summaries) + 1024:  # kinds now unused
+                        self._kind_ids.clear()
+                        self._models.clear()
+                    known = (self._next_kind, self._summaries[node])
+                    self._kind_ids[(cards[1], load)] = known
+                    self._next_kind += 1
+                kind_id, summary = known
+                self._summaries[node] = summary  # alike nodes share one (equal) summary
+                found = self._kinds[node] = (kind_id, seen)
+        return None if found[0] < 0 else found
+
+    def _card_kind(self, devices: tuple[Device, ...]) -> int:
+        cards = cards_profile(devices)
+        if cards is None:
+            return -1
+        return self._card_kinds.setdefault(cards, len(self._card_kinds))
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
         """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
