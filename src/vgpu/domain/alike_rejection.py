@@ -12,7 +12,6 @@ always fitted node by node, and so is a node with MIG cards or repeated card ind
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vgpu.domain.device import HAMI_CORE_MODE, Device, Usage
@@ -67,21 +66,32 @@ def groupable(plan: PodPlan) -> bool:
     return not (plan.policies.topology or selector.use_uuids or selector.avoid_uuids)
 
 
-@dataclass(frozen=True, slots=True)
 class Model:
-    """A rejection computed for one node, its cards by position among that node's cards."""
+    """A rejection fitted on one node, to copy to the nodes alike to it. Where its cards sit
+    among the node's cards, and HAMi's reason counts, are worked out on the first copy: in a
+    varied cluster most nodes have no twin, and those must cost no more than the fit."""
 
-    rejection: NodeRejection
-    positions: tuple[int, ...]  # of each rejected card
-    hami_reason: str
+    __slots__ = ("_hami_reason", "_positions", "devices", "rejection")
 
-    @classmethod
-    def of(cls, rejection: NodeRejection, devices: tuple[Device, ...]) -> "Model | None":
-        where = {device.uuid: position for position, device in enumerate(devices)}
-        positions = tuple(where.get(card.uuid, -1) for card in rejection.cards)
-        if -1 in positions:
-            return None
-        return cls(rejection, positions, rejection.hami_reason)
+    def __init__(self, rejection: NodeRejection, devices: tuple[Device, ...]) -> None:
+        self.rejection = rejection
+        self.devices = devices
+        self._positions: tuple[int, ...] | None = None
+        self._hami_reason: str | None = None
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """Of each rejected card, among the node's cards (`fit_pod` rejects only those)."""
+        if self._positions is None:
+            where = {device.uuid: position for position, device in enumerate(self.devices)}
+            self._positions = tuple(where[card.uuid] for card in self.rejection.cards)
+        return self._positions
+
+    @property
+    def hami_reason(self) -> str:
+        if self._hami_reason is None:
+            self._hami_reason = self.rejection.hami_reason
+        return self._hami_reason
 
 
 class AlikeRejection(NodeRejection):

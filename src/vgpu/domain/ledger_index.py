@@ -52,7 +52,8 @@ class LedgerIndex:
         self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
         self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
         self._card_kinds: dict[Cards, int] = {}
-        self._models: dict[tuple[int, int], Model | None] = {}  # by (kind, shape)
+        self._models: dict[tuple[int, int], Model] = {}  # by (kind, shape)
+        self._refused_shapes: set[int] = set()  # shapes whose last decision placed nothing
         self._next_kind = 0
 
     def update(
@@ -98,14 +99,17 @@ class LedgerIndex:
         shape = self._shape(plan, budget)
         alike = groupable(plan)
         policy = plan.policies.node
+        # a pod refused last time (kube-scheduler retrying it): walk only the nodes that changed
+        refused = self._refused(candidates, shape) if shape in self._refused_shapes else None
+        walked = candidates if not refused else {n: None for n in candidates if n not in refused}
         best: NodeFit | None = None
         best_score = -math.inf
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
-        for bound, block in self._walk(plan, needs, candidates):
+        for bound, block in self._walk(plan, needs, walked):
             if bound + _ROUNDING < best_score:
                 break
             for node in block:
-                if node not in candidates:
+                if node not in walked:
                     continue
                 summary = self._summaries[node]
                 if summary is not checked:
@@ -121,10 +125,13 @@ class LedgerIndex:
                 if needs.fixed_score(summary.capacity):
                     break  # the rest of the block would score the same and lose the tie by name
         if best is not None:
+            self._refused_shapes.discard(shape)
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
+        self._refused_shapes.add(shape)
         rejections = {}
         for node in candidates:
-            result = self._fit(plan, node, view, budget, shape, alike)
+            known = refused.get(node) if refused else None
+            result = self._fit(plan, node, view, budget, shape, alike) if known is None else known
             if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
                 return decide(plan, [view(n) for n in candidates], budget)
             rejections[node] = result
@@ -165,6 +172,19 @@ class LedgerIndex:
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
 
+    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection] | None:
+        """The remembered rejections of this pod shape among the candidates; None when some
+        candidate is remembered to take it."""
+        refused = {}
+        for node in candidates:
+            remembered = self._answers.get(node)
+            answer = remembered.get(shape) if remembered is not None else None
+            if isinstance(answer, NodeFit):
+                return None
+            if answer is not None:
+                refused[node] = answer
+        return refused
+
     def _walk(self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]) -> Iterable[Block]:
         policy = plan.policies.node
 
@@ -196,7 +216,7 @@ class LedgerIndex:
         else:
             result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
             if kind is not None and isinstance(result, NodeRejection):
-                self._models[(kind[0], shape)] = Model.of(result, kind[1].devices)
+                self._models[(kind[0], shape)] = Model(result, kind[1].devices)
         if node in self._summaries:
             if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
                 remembered = self._answers[node] = {}
@@ -253,6 +273,7 @@ class LedgerIndex:
                 self._shapes.clear()
                 self._answers.clear()
                 self._models.clear()
+                self._refused_shapes.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape
