@@ -5,6 +5,8 @@ score cannot depend on which cards it gets; otherwise it must look at the whole 
 answer is checked against the exhaustive `decide`.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from vgpu.domain import (
@@ -17,6 +19,7 @@ from vgpu.domain import (
     PodPolicies,
     Policy,
     decide,
+    ledger_index,
 )
 from vgpu.domain.fullness_order import FullnessOrder
 from vgpu.domain.node_summary import Capacity
@@ -102,3 +105,22 @@ def test_walk_yields_alike_nodes_together_by_name_best_block_first() -> None:
     order.put("d", capacity, 0.9, (3, 10, 1000))
     assert blocks(Policy.BINPACK) == [["d", "e"], ["c"], ["a"]]
     assert blocks(Policy.SPREAD) == [["a"], ["c"], ["d", "e"]]
+
+
+def test_a_node_event_that_changes_no_card_keeps_what_the_index_remembers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ledger = Ledger()
+    ledger.set_node("a", [Device("GPU-a", 0, "NVIDIA L4", 10, 24000)])
+    # fits nowhere, and names a card (so that no alike node's answer could stand in for it)
+    pod = replace(
+        plan(ContainerRequest(1, memory=90000)), selector=CardSelector(avoid_uuids=frozenset({"x"}))
+    )
+    first = ledger.decide(pod)
+
+    def refit(*_: object) -> None:
+        raise AssertionError("the node was fitted again")
+
+    monkeypatch.setattr(ledger_index, "fit_pod", refit)
+    ledger.set_node("a", [Device("GPU-a", 0, "NVIDIA L4", 10, 24000)])  # e.g. its lock changed
+    assert ledger.decide(pod) == first
