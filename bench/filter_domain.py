@@ -75,6 +75,7 @@ def build_vgpu_state(cluster: Cluster, size: Size) -> tuple[Ledger, QuotaBook]:
         grants = decode_pod_grants(pod.annotation)
         ledger.grant(pod.key, pod.node, grants)
         quota.charge(pod.key, pod.namespace, grants, 0)
+    ledger.settle()  # as the scheduler does once its rebuild is done
     return ledger, quota
 
 

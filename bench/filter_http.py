@@ -15,6 +15,10 @@ least two nodes per pod (and is skipped, `nan`, on smaller clusters).
 `--combined` runs the scheduler with `combine_scores: true`: each measured call is a /filter
 (every feasible node comes back) followed by a /prioritize of those nodes, as kube-scheduler
 does in that set-up; the figures are for the pair, and the filter+bind run is skipped.
+
+Also measured: a pod that fits nowhere (8 whole cards, exclusively, on nodes whose every card
+is in use), the first call for that pod and the median of 20 retries (kube-scheduler retries an
+unschedulable pod); and the slowest `/healthz` answer while the 8 clients run.
 """
 
 import argparse
@@ -25,14 +29,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 CARDS = 8
+JSON = {"content-type": "application/json"}
 
 
 def running_pod(node: int, index: int) -> dict[str, Any]:
@@ -85,8 +92,8 @@ def free_port() -> int:
         return port
 
 
-def pod(name: str) -> dict[str, Any]:
-    limits = {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/gpucores": 5}
+def pod(name: str, limits: dict[str, int] | None = None) -> dict[str, Any]:
+    limits = limits or {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/gpucores": 5}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -130,6 +137,13 @@ def start(path: Path, port: int, extender_port: int, combined: bool) -> subproce
     raise SystemExit("the scheduler did not become ready")
 
 
+def call(client: httpx.Client, path: str, body: Any) -> Any:
+    """POST `body` as JSON, the reply decoded; orjson on the client's side too, so that the
+    figures are the scheduler's time more than the client's (5000 failed nodes are 0.9 MB)."""
+    reply = client.post(path, content=orjson.dumps(body), headers=JSON)
+    return orjson.loads(reply.content)
+
+
 def measure(
     nodes: int, pods_per_node: int, requests: int, threads: int, directory: Path, combined: bool
 ) -> dict[str, float]:
@@ -146,14 +160,14 @@ def measure(
             def one(i: int) -> float:
                 body = {"Pod": pod(f"p{nodes}-{i}"), "Nodes": None, "NodeNames": names}
                 started = time.perf_counter()
-                reply = client.post("/filter", json=body).json()
+                reply = call(client, "/filter", body)
                 elapsed = time.perf_counter() - started
                 if reply["Error"] or not reply["NodeNames"]:
                     raise SystemExit(f"filter failed: {reply}")
                 if combined:
                     started = time.perf_counter()
                     body["NodeNames"] = reply["NodeNames"]
-                    scores = client.post("/prioritize", json=body).json()
+                    scores = call(client, "/prioritize", body)
                     elapsed += time.perf_counter() - started
                     if len(scores) != len(reply["NodeNames"]):
                         raise SystemExit(f"prioritize failed: {scores}")
@@ -165,18 +179,31 @@ def measure(
                 # pods so that concurrent binds meet different nodes, as on a busy cluster
                 manifest["metadata"]["annotations"] = {"hami.io/node-scheduler-policy": "spread"}
                 body = {"Pod": manifest, "Nodes": None, "NodeNames": names}
-                [node] = client.post("/filter", json=body).json()["NodeNames"]
+                [node] = call(client, "/filter", body)["NodeNames"]
                 meta = manifest["metadata"]
                 bind = {"PodName": meta["name"], "PodNamespace": "bench", "PodUID": meta["uid"]}
-                error = client.post("/bind", json={**bind, "Node": node}).json()["Error"]
+                error = call(client, "/bind", {**bind, "Node": node})["Error"]
                 if error:
                     raise SystemExit(f"bind failed: {error}")
+
+            def refused() -> float:
+                whole = {"nvidia.com/gpu": CARDS, "nvidia.com/gpucores": 100}
+                body = {"Pod": pod(f"whole-{nodes}", whole), "Nodes": None, "NodeNames": names}
+                started = time.perf_counter()
+                reply = call(client, "/filter", body)
+                elapsed = time.perf_counter() - started
+                if reply["Error"] or reply["NodeNames"] or len(reply["FailedNodes"]) != nodes:
+                    raise SystemExit(f"the pod that fits nowhere was answered {reply}")
+                return elapsed
 
             for i in range(10):  # warm up
                 one(-1 - i)
             latencies = sorted(one(i) for i in range(requests))
+            no_fit_first = refused()
+            no_fit_again = statistics.median(refused() for _ in range(20))
+            health = Health(f"http://127.0.0.1:{extender_port}/healthz")
             started = time.perf_counter()
-            with ThreadPoolExecutor(threads) as pool:
+            with health, ThreadPoolExecutor(threads) as pool:
                 list(pool.map(one, range(requests, 2 * requests)))
             throughput = requests / (time.perf_counter() - started)
             bound = float("nan")  # each bind keeps its node locked: needs a node per pod
@@ -195,7 +222,35 @@ def measure(
         "p99_ms": latencies[max(0, round(len(latencies) * 0.99) - 1)] * 1000,
         "throughput": throughput,
         "bound_per_s": bound,
+        "no_fit_first_ms": no_fit_first * 1000,
+        "no_fit_again_ms": no_fit_again * 1000,
+        "healthz_max_ms": health.slowest * 1000,
     }
+
+
+class Health:
+    """Asks `url` every 10 ms on its own connection while in use; `slowest` answer, seconds."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self.slowest = 0.0
+
+    def __enter__(self) -> "Health":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        with httpx.Client(timeout=30) as client:
+            while not self._stop.wait(0.01):
+                started = time.perf_counter()
+                client.get(self._url).raise_for_status()
+                self.slowest = max(self.slowest, time.perf_counter() - started)
 
 
 def main() -> None:
@@ -215,7 +270,8 @@ def main() -> None:
     print(f"{verbs} over HTTP, {CARDS} cards per node, all nodes sent as NodeNames")
     print(
         f"{'nodes':>6} {'pods':>6} {'ready s':>8} {'RSS MiB':>8} {'median ms':>10} {'p99 ms':>8} "
-        f"{'filters/s':>10} {'filter+bind pods/s':>19}   ({args.threads} clients)"
+        f"{'filters/s':>10} {'filter+bind pods/s':>19} {'no-fit first ms':>16} "
+        f"{'no-fit retry ms':>16} {'healthz max ms':>15}   ({args.threads} clients)"
     )
     with tempfile.TemporaryDirectory() as directory:
         for nodes in sizes:
@@ -233,7 +289,9 @@ def main() -> None:
             print(
                 f"{nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['rss_mib']:>8.0f} "
                 f"{r['median_ms']:>10.2f} "
-                f"{r['p99_ms']:>8.2f} {r['throughput']:>10.0f} {r['bound_per_s']:>19.0f}"
+                f"{r['p99_ms']:>8.2f} {r['throughput']:>10.0f} {r['bound_per_s']:>19.0f} "
+                f"{r['no_fit_first_ms']:>16.2f} {r['no_fit_again_ms']:>16.2f} "
+                f"{r['healthz_max_ms']:>15.2f}"
             )
 
 

@@ -56,10 +56,20 @@ class Ledger:
         pair_scores: PairScores | None = None,
     ) -> None:
         """Replace a node's card list (a card may vanish or turn unhealthy) and its published
-        pair scores (`topology-aware`); usage is kept."""
-        self._devices[node] = tuple(devices)
+        pair scores (`topology-aware`); usage is kept. The same cards again (a node event about
+        anything else, such as its lock or its status) change nothing, so the index keeps what
+        it remembers about the node."""
+        cards = tuple(devices)
+        scores = NO_SCORES if pair_scores is None else pair_scores
+        if (
+            self._devices.get(node) == cards
+            and self._cordoned.get(node) == cordoned
+            and self._pair_scores.get(node) == scores
+        ):
+            return
+        self._devices[node] = cards
         self._cordoned[node] = cordoned
-        self._pair_scores[node] = NO_SCORES if pair_scores is None else pair_scores
+        self._pair_scores[node] = scores
         self._usage.setdefault(node, {})
         self._refresh(node)
 
@@ -69,6 +79,11 @@ class Ledger:
         self._cordoned.pop(node, None)
         self._pair_scores.pop(node, None)
         self._index.drop(node)
+
+    def settle(self) -> None:
+        """Do now what the index otherwise does on first need (tell which nodes are alike, so
+        that a pod that fits nowhere is cheap): once a rebuild is done."""
+        self._index.settle(self.view)
 
     def nodes(self) -> list[str]:
         return sorted(self._devices)

@@ -14,10 +14,19 @@ where no bound can stop the walk early), since each placement changes one node o
 import math
 from collections.abc import Callable, Iterable
 
+from vgpu.domain.alike_rejection import (
+    AlikeRejection,
+    Cards,
+    Load,
+    Model,
+    cards_profile,
+    groupable,
+    load_profile,
+)
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
-from vgpu.domain.fullness_order import Bounded, FullnessOrder
+from vgpu.domain.fullness_order import Block, FullnessOrder
 from vgpu.domain.node_summary import Capacity, NodeSummary, PodNeeds, summarize
 from vgpu.domain.policy import preference
 from vgpu.domain.quota import UNLIMITED, Budget
@@ -38,6 +47,14 @@ class LedgerIndex:
         self._answers: dict[str, dict[int, NodeFit | NodeRejection]] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
+        # nodes alike card for card share a kind; a pod's rejection by one is every one's
+        self._kinds: dict[str, tuple[int, NodeView]] = {}  # kind -1: fitted on its own
+        self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
+        self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
+        self._card_kinds: dict[Cards, int] = {}
+        self._models: dict[tuple[int, int], Model] = {}  # by (kind, shape)
+        self._refused_shapes: set[int] = set()  # shapes whose last decision placed nothing
+        self._next_kind = 0
 
     def update(
         self,
@@ -49,13 +66,24 @@ class LedgerIndex:
         """The node's cards or usage changed."""
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
-        self._order.put(node, summary.capacity, summary.fullness)
+        self._order.put(node, summary.capacity, summary.fullness, summary.used)
         self._answers.pop(node, None)
+        self._kinds.pop(node, None)  # worked out again when a rejection needs it
+        cards = self._cards_of.get(node)
+        if cards is None or cards[0] is not devices:  # new cards: seldom, once per node
+            self._cards_of[node] = (devices, self._card_kind(devices))
+
+    def settle(self, view: Callable[[str], NodeView]) -> None:
+        """Work out every node's kind now rather than on first need (after a rebuild)."""
+        for node in self._summaries:
+            self._kind(node, view)
 
     def drop(self, node: str) -> None:
+        self._cards_of.pop(node, None)
         self._summaries.pop(node, None)
         self._order.remove(node)
         self._answers.pop(node, None)
+        self._kinds.pop(node, None)
 
     def decide(
         self,
@@ -69,25 +97,41 @@ class LedgerIndex:
         candidates = dict.fromkeys(nodes)
         needs = PodNeeds.of(plan)
         shape = self._shape(plan, budget)
+        alike = groupable(plan)
         policy = plan.policies.node
+        # a pod refused last time (kube-scheduler retrying it): walk only the nodes that changed
+        refused = self._refused(candidates, shape) if shape in self._refused_shapes else None
+        walked = candidates if not refused else {n: None for n in candidates if n not in refused}
         best: NodeFit | None = None
         best_score = -math.inf
-        for bound, node in self._walk(plan, needs, candidates):
+        checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
+        for bound, block in self._walk(plan, needs, walked):
             if bound + _ROUNDING < best_score:
                 break
-            if node not in candidates or not needs.may_fit(self._summaries[node]):
-                continue
-            result = self._fit(plan, node, view, budget, shape)
-            if isinstance(result, NodeRejection):
-                continue
-            score = preference(policy, result.fullness)
-            if best is None or score > best_score or (score == best_score and node < best.node):
-                best, best_score = result, score
+            for node in block:
+                if node not in walked:
+                    continue
+                summary = self._summaries[node]
+                if summary is not checked:
+                    checked, may_fit = summary, needs.may_fit(summary)
+                if not may_fit:
+                    continue
+                result = self._fit(plan, node, view, budget, shape, alike)
+                if isinstance(result, NodeRejection):
+                    continue
+                score = preference(policy, result.fullness)
+                if best is None or score > best_score or (score == best_score and node < best.node):
+                    best, best_score = result, score
+                if needs.fixed_score(summary.capacity):
+                    break  # the rest of the block would score the same and lose the tie by name
         if best is not None:
+            self._refused_shapes.discard(shape)
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
+        self._refused_shapes.add(shape)
         rejections = {}
         for node in candidates:
-            result = self._fit(plan, node, view, budget, shape)
+            known = refused.get(node) if refused else None
+            result = self._fit(plan, node, view, budget, shape, alike) if known is None else known
             if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
                 return decide(plan, [view(n) for n in candidates], budget)
             rejections[node] = result
@@ -106,6 +150,7 @@ class LedgerIndex:
         unchanged. `fresh` names a node whose view differs from the ledger's (a pod's own grant
         left out): it is fitted afresh and not remembered."""
         shape = self._shape(plan, budget)
+        alike = groupable(plan)
         policy = plan.policies.node
         fits: list[NodeFit] = []
         rejections: dict[str, NodeRejection] = {}
@@ -113,7 +158,7 @@ class LedgerIndex:
             if node == fresh:
                 result = fit_pod(plan, view(node), budget)
             else:
-                result = self._fit(plan, node, view, budget, shape)
+                result = self._fit(plan, node, view, budget, shape, alike)
             if isinstance(result, NodeRejection):
                 rejections[node] = result
             else:
@@ -127,9 +172,20 @@ class LedgerIndex:
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
 
-    def _walk(
-        self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]
-    ) -> Iterable[Bounded]:
+    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection] | None:
+        """The remembered rejections of this pod shape among the candidates; None when some
+        candidate is remembered to take it."""
+        refused = {}
+        for node in candidates:
+            remembered = self._answers.get(node)
+            answer = remembered.get(shape) if remembered is not None else None
+            if isinstance(answer, NodeFit):
+                return None
+            if answer is not None:
+                refused[node] = answer
+        return refused
+
+    def _walk(self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]) -> Iterable[Block]:
         policy = plan.policies.node
 
         def gain(capacity: Capacity) -> float:
@@ -146,16 +202,59 @@ class LedgerIndex:
         view: Callable[[str], NodeView],
         budget: Budget,
         shape: int,
+        alike: bool,
     ) -> NodeFit | NodeRejection:
+        """The node's answer: remembered, copied from an alike node's rejection (`alike`: the
+        pod's fit reads no card ids), or fitted."""
         remembered = self._answers.get(node)
         if remembered is not None and shape in remembered:
             return remembered[shape]
-        result = fit_pod(plan, view(node), budget)
+        kind = self._kind(node, view) if alike else None
+        model = self._models.get((kind[0], shape)) if kind is not None else None
+        if kind is not None and model is not None:
+            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1].devices)
+        else:
+            result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
+            if kind is not None and isinstance(result, NodeRejection):
+                self._models[(kind[0], shape)] = Model(result, kind[1].devices)
         if node in self._summaries:
             if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
                 remembered = self._answers[node] = {}
             remembered[shape] = result
         return result
+
+    def _kind(self, node: str, view: Callable[[str], NodeView]) -> tuple[int, NodeView] | None:
+        """The node's kind (alike nodes share one) and its view; None for a node fitted on its
+        own. Worked out on first need after each change, not on every change: a rebuild
+        changes each node many times."""
+        found = self._kinds.get(node)
+        if found is None:
+            if node not in self._summaries:
+                return None
+            seen = view(node)
+            cards = self._cards_of[node]
+            if cards[1] < 0:
+                found = self._kinds[node] = (-1, seen)
+            else:
+                load = load_profile(seen.devices, seen.usage, seen.cordoned)
+                known = self._kind_ids.get((cards[1], load))
+                if known is None:
+                    if len(self._kind_ids) > 2 * len(self._summaries) + 1024:  # kinds now unused
+                        self._kind_ids.clear()
+                        self._models.clear()
+                    known = (self._next_kind, self._summaries[node])
+                    self._kind_ids[(cards[1], load)] = known
+                    self._next_kind += 1
+                kind_id, summary = known
+                self._summaries[node] = summary  # alike nodes share one (equal) summary
+                found = self._kinds[node] = (kind_id, seen)
+        return None if found[0] < 0 else found
+
+    def _card_kind(self, devices: tuple[Device, ...]) -> int:
+        cards = cards_profile(devices)
+        if cards is None:
+            return -1
+        return self._card_kinds.setdefault(cards, len(self._card_kinds))
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
         """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
@@ -173,6 +272,8 @@ class LedgerIndex:
             if len(self._shapes) >= _SHAPES_KEPT:
                 self._shapes.clear()
                 self._answers.clear()
+                self._models.clear()
+                self._refused_shapes.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape

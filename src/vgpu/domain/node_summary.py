@@ -31,6 +31,7 @@ class Capacity:
 class NodeSummary:
     capacity: Capacity
     fullness: float  # the node as it is, as `fit_pod` scores it
+    used: tuple[int, int, int]  # slices, cores and memory in use on its cards
     open_cards: int  # healthy, not cordoned, a slice left
     unused_cards: int  # open and no slice taken (what exclusive and mutex pods need)
     most_free_memory: int  # on any open card
@@ -74,6 +75,7 @@ def summarize(
     return NodeSummary(
         Capacity(slices, cores, memory, min(cards), max(cards)),
         fullness_of(used_slices, slices, used_cores, cores, used_memory, memory),
+        (used_slices, used_cores, used_memory),
         open_cards,
         unused_cards,
         most_free_memory,
@@ -90,6 +92,7 @@ class PodNeeds:
     init_requests: tuple[ContainerRequest, ...]
     app_requests: tuple[ContainerRequest, ...]
     exclusive: bool  # mutex: only cards nobody uses
+    in_mib: bool  # every request's memory is in MiB (none a percentage of a card)
     # may take MIG instances, which charge their profile's memory and cores, not the request's:
     # no summary rules such a pod out nor bounds its score (MIG pods are few; each is fitted)
     mig: bool = False
@@ -98,7 +101,21 @@ class PodNeeds:
     def of(cls, plan: PodPlan) -> "PodNeeds":
         init = tuple(r for r in plan.requests[: plan.init_count] if r is not None)
         app = tuple(r for r in plan.requests[plan.init_count :] if r is not None)
-        return cls(init + app, init, app, plan.policies.idle_only, plan.selector.takes_mig)
+        requests = init + app
+        in_mib = all(r.memory for r in requests)
+        return cls(
+            requests, init, app, plan.policies.idle_only, in_mib, plan.selector.takes_mig
+        )
+
+    def fixed_score(self, capacity: Capacity) -> bool:
+        """True when the score of a placement on a node of this capacity depends only on what
+        the node has in use, not on which cards the pod gets: its footprint totals are fixed
+        (no init containers, whose claims overlap the app containers' per card; memory in
+        MiB, or a percentage of cards that are all one size; no MIG instance, whose profile
+        depends on the card)."""
+        return not self.mig and not self.init_requests and (
+            self.in_mib or capacity.smallest_card == capacity.largest_card
+        )
 
     def may_fit(self, node: NodeSummary) -> bool:
         """False only when no choice of cards on the node can hold every container.

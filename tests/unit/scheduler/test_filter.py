@@ -134,6 +134,21 @@ def test_no_node_fits_records_filtering_failed_with_the_human_reason() -> None:
     assert events[0][4] is True  # a warning
 
 
+def test_a_pod_refused_by_many_nodes_lists_every_node_in_the_reply_and_the_first_in_its_event() -> (
+    None
+):
+    names = [f"node{i:02d}" for i in range(40)]
+    w = world(*(a40_node(n) for n in names))
+    result = w.filter(manifest("huge", gpu=1, gpumem=100000), *names)
+    assert sorted(result.failed) == names
+    [event] = [e for e in w.cluster.events if e[2] == "FilteringFailed"]
+    message = event[3]
+    assert len(message) <= 1000 and message.startswith("0/40 nodes are available")
+    assert "node00: " in message and "node39: " not in message
+    listed = sum(f"{n}: " in message for n in names)
+    assert message.endswith(f"; and {40 - listed} more nodes")
+
+
 def test_a_node_with_a_malformed_register_annotation_is_unusable_and_says_why() -> None:
     broken = ClusterNode("broken", {NVIDIA.register_annotation: "[{not json"})
     w = world(broken, a40_node("node1"))

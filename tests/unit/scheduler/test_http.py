@@ -31,7 +31,7 @@ def metrics(w: World) -> SchedulerMetrics:
 
 @pytest.fixture
 def extender(w: World, metrics: SchedulerMetrics) -> TestClient:
-    return TestClient(extender_app(w.service, metrics))
+    return TestClient(extender_app(w.service, metrics, state_lock=w.state.locked_if_free))
 
 
 @pytest.fixture
@@ -152,6 +152,61 @@ def test_prioritize_returns_a_host_priority_list(extender: TestClient) -> None:
     reply = extender.post("/prioritize", json=args).json()
     assert [h["Host"] for h in reply] == ["node1", "cpu"]
     assert reply[1]["Score"] == 0 and 0 < reply[0]["Score"] <= 10
+
+
+def test_prioritize_is_answered_without_a_thread_hop_while_the_state_is_free(
+    extender: TestClient, w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[str] = []
+    real = w.service.prioritize
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(w.service, "prioritize", recorded)
+    args = {"Pod": manifest("p", gpu=1), "Nodes": None, "NodeNames": ["node1"]}
+    reply = extender.post("/prioritize", json=args).json()
+    assert reply[0]["Host"] == "node1" and reply[0]["Score"] > 0
+    assert len(threads) == 1 and not threads[0].startswith("vgpu-extender")
+
+
+def test_prioritize_waits_on_a_worker_while_another_thread_holds_the_state(
+    w: World, metrics: SchedulerMetrics, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held, done = threading.Event(), threading.Event()
+
+    def hold_the_state() -> None:
+        with w.state.locked():
+            held.set()
+            assert done.wait(60), "the test never let go of the state"
+
+    holder = threading.Thread(target=hold_the_state)
+    holder.start()
+    assert held.wait(30)
+    entered = threading.Semaphore(0)
+    real = w.service.prioritize
+
+    def announced(*args: Any) -> Any:
+        entered.release()
+        return real(*args)  # waits for the state lock
+
+    monkeypatch.setattr(w.service, "prioritize", announced)
+    app = extender_app(w.service, metrics, workers=2, state_lock=w.state.locked_if_free)
+    with TestClient(app) as client:
+        try:
+            args = {"Pod": manifest("p", gpu=1), "Nodes": None, "NodeNames": ["node1"]}
+            pool = ThreadPoolExecutor(1)
+            pending = pool.submit(client.post, "/prioritize", json=args)
+            pool.shutdown(wait=False)
+            assert entered.acquire(timeout=30), "prioritize never started"
+            assert _answered(client, "/healthz") == 200
+            assert not pending.done()
+        finally:
+            done.set()
+            holder.join(30)
+        reply = pending.result(30).json()
+    assert reply[0]["Host"] == "node1" and reply[0]["Score"] > 0
 
 
 def test_prioritize_garbage_is_a_400_with_a_message(extender: TestClient) -> None:

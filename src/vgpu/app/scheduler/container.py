@@ -268,6 +268,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         metrics,
         config.provided.extender.workers,
         preempter=preempter,
+        state_lock=state.provided.locked_if_free,
     )
     metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
     webhook_tls_setup = providers.Singleton(build_webhook_tls, config, backend.provider)

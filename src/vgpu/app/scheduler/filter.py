@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 FILTERING_SUCCEED = "FilteringSucceed"
 FILTERING_FAILED = "FilteringFailed"
+# characters of per-node reasons in a no-placement message, so that it fits an Event (1000);
+# the reply (FailedNodes) has every node's
+MESSAGE_NODES = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,7 @@ class FilterVerb:
         self, pod: Pod, names: Sequence[str], decision: NoPlacement, failed: dict[str, str]
     ) -> FilterResult:
         if names:
-            message = decision.message + "; " + "; ".join(f"{n}: {r}" for n, r in failed.items())
+            message = f"{decision.message}; {_listed(failed, MESSAGE_NODES)}"
             if self._ctx.explanations is not None:
                 message = f"`vgpu explain {pod.key}` says what would make it fit. {message}"
         else:
@@ -180,6 +183,18 @@ def failed_nodes(
 ) -> dict[str, str]:
     rejections = {**decision.rejections, **broken}
     return {name: reason(r) for name, r in sorted(rejections.items())}
+
+
+def _listed(failed: Mapping[str, str], limit: int) -> str:
+    """`node: reason; ...` for the first nodes, about `limit` characters, then how many more."""
+    parts: list[str] = []
+    size = 0
+    for node, why in failed.items():
+        if size > limit:
+            return "; ".join(parts) + f"; and {len(failed) - len(parts)} more nodes"
+        parts.append(f"{node}: {why}")
+        size += len(parts[-1]) + 2
+    return "; ".join(parts)
 
 
 def _cards(decision: Placement) -> str:

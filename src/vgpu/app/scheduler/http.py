@@ -10,9 +10,12 @@ Every extender verb answers HTTP 200 with errors in the protocol's `Error` field
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
 log line, never a 500 with a stack trace, and never a change to the ledger.
 
-Verbs, reviews and scrapes run on each app's own bounded thread pool, never on the event loop
-and never on a pool shared with anything else; `/healthz` and `/readyz` are answered on the
-event loop itself, so that a verb stuck on a slow API cannot make the kubelet kill the process.
+Verbs that call the API (filter, bind, preempt), reviews and scrapes run on each app's own
+bounded thread pool, never on the event loop and never on a pool shared with anything else;
+`/healthz` and `/readyz` are answered on the event loop itself, so that a verb stuck on a slow
+API cannot make the kubelet kill the process. `/prioritize` only reads the scheduler's state:
+given `state_lock`, it runs on the event loop (no thread hop) when that lock is free at once,
+and on the pool when another thread holds it, so the loop never waits for a lock.
 """
 
 import asyncio
@@ -20,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -53,6 +56,7 @@ from vgpu.domain import AdmissionDecision
 log = logging.getLogger(__name__)
 
 Readiness = Callable[[], str]  # '' when ready, else why not; must not wait on anything
+LockIfFree = Callable[[], AbstractContextManager[bool]]  # holds the lock when True; never waits
 Args = TypeVar("Args", bound=BaseModel)
 Result = TypeVar("Result")
 
@@ -130,9 +134,11 @@ def extender_app(
     metrics: SchedulerMetrics,
     workers: int = 8,
     preempter: Preemption | None = None,
+    state_lock: LockIfFree | None = None,
 ) -> FastAPI:
     """`POST /filter`, `/prioritize`, `/bind`, `/preempt` (with a `preempter`) and
-    `GET /healthz`; verbs run on `workers` threads of the app's own pool."""
+    `GET /healthz`; verbs run on `workers` threads of the app's own pool, `/prioritize` on the
+    event loop while `state_lock` (what it reads under) is free."""
     app, pool = _app("extender", workers)
     _health(app, None)
 
@@ -155,7 +161,9 @@ def extender_app(
     @app.post("/prioritize")
     async def prioritize(request: Request) -> Response:
         started = time.perf_counter()
-        result, failure = await _verb("prioritize", request, ExtenderArgs, prioritized, pool)
+        result, failure = await _verb(
+            "prioritize", request, ExtenderArgs, prioritized, pool, state_lock
+        )
         if result is not None and result.error:
             log.warning("prioritize: %s", result.error)
             failure = result.error
@@ -301,11 +309,17 @@ async def _verb(
     model: type[Args],
     work: Callable[[Args], Result],
     pool: ThreadPoolExecutor,
+    inline_under: LockIfFree | None = None,
 ) -> tuple[Result | None, str]:
-    """`(work(args), "")` for the decoded body, run on a thread of `pool`; `(None, why)` when
-    the body is bad or `work` fails: logged here, so that a verb answers it in its own reply."""
+    """`(work(args), "")` for the decoded body, run on a thread of `pool` (or, given
+    `inline_under`, on the event loop when that lock is free); `(None, why)` when the body is
+    bad or `work` fails: logged here, so that a verb answers it in its own reply."""
     try:
         args = decode(await _body(request), model, fold_case=True)
+        if inline_under is not None:
+            with inline_under() as free:
+                if free:
+                    return work(args), ""
         return await asyncio.get_running_loop().run_in_executor(pool, work, args), ""
     except BodyError as exc:
         log.warning("%s: bad request: %s", verb, exc)

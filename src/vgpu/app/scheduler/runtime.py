@@ -123,6 +123,8 @@ class SchedulerRuntime:
         if self._keys is not None:
             self._keys.ensure()
         self._follower.rebuild(self._cluster)
+        with self._state.locked():
+            self._state.ledger.settle()
         # the rebuilt ledger lives as long as the process: keep full collections from walking it
         gc.collect()
         gc.freeze()
@@ -172,6 +174,8 @@ class SchedulerRuntime:
         """Re-read the key ring; if it changed, judge every pod's grant again."""
         if self._keys is not None and self._keys.refresh() and self._state.synced:
             self._follower.rebuild(self._cluster)
+        with self._state.locked():
+            self._state.ledger.settle()
 
     def _refresh_keys(self) -> None:
         while not self._stopping.wait(self._key_refresh):

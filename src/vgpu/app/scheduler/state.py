@@ -73,6 +73,17 @@ class SchedulerState:
         with self._lock:
             yield
 
+    @contextmanager
+    def locked_if_free(self) -> Iterator[bool]:
+        """Holds the lock (True) unless another thread holds it (False, nothing held): for the
+        event loop, which answers health checks and so must never wait for the lock."""
+        free = self._lock.acquire(blocking=False)
+        try:
+            yield free
+        finally:
+            if free:
+                self._lock.release()
+
     # readiness -------------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
@@ -154,6 +165,8 @@ class SchedulerState:
             return self.ledger.feasible(plan, candidates, budget, exclude_pod=plan.key), broken
 
     def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
+        if not self._problems and not self._unreported:  # the usual case, in one C call
+            return list(dict.fromkeys(names)), {}
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
