@@ -25,7 +25,14 @@ REALIZED = {
     "gpuInstanceID": 9,
     "computeInstanceID": 0,
 }
-PENDING = {k: v for k, v in REALIZED.items() if k not in ("migUUID", "gpuInstanceID")}
+PENDING = {
+    **{
+        k: v
+        for k, v in REALIZED.items()
+        if k not in ("migUUID", "gpuInstanceID", "computeInstanceID")
+    },
+    "deviceIndex": 1,
+}
 
 
 def _pod(entries: Any, labels: dict[str, str] | None = None) -> Pod:
@@ -49,10 +56,11 @@ def test_only_realized_entries_count_and_containers_count_init_first() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("not json", "Expecting value"),
-        ('{"a": 1}', "expected a JSON array, got dict"),
+        ("not json", "not JSON"),
+        ('{"a": 1}', "not a JSON array"),
         (json.dumps([{**REALIZED, "containerIndex": 5}]), "containerIndex 5 names no container"),
-        (json.dumps([{**REALIZED, "gpuInstanceID": "9"}]), "gpuInstanceID must be a whole number"),
+        (json.dumps([{**REALIZED, "gpuInstanceID": "9"}]), "gpuInstanceID='9' is not a number"),
+        (json.dumps([{**REALIZED, "gpuInstanceID": None}]), "partial runtime identity"),
     ],
 )
 def test_a_malformed_annotation_is_logged_and_gives_nothing(

@@ -3,19 +3,22 @@
 The annotation is a JSON array with one object per MIG device; the scheduler writes
 `containerIndex` (init containers first), `deviceIndex`, `gpuUUID`, `profile` and `placement`,
 and the device plugin adds `migUUID`, `gpuInstanceID` and `computeInstanceID` once it has
-created the instance. Only entries with all three runtime fields count as realized.
+created the instance. Only entries with the three runtime fields count as realized.
 """
 
-import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 
+from vgpu.domain.errors import CodecError
+from vgpu.domain.mig_allocations import (
+    MIG_ALLOCATIONS_ANNOTATION,
+    MigReservation,
+    MigRuntime,
+    decode_mig_allocations,
+)
 from vgpu.domain.pod import Pod
 
 log = logging.getLogger(__name__)
-
-MIG_ALLOCATIONS = "hami.io/vgpu-mig-allocations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,44 +33,30 @@ class MigInstance:
 
 
 def realized_instances(pod: Pod) -> list[MigInstance]:
-    """The pod's realized MIG instances; a malformed annotation is logged and gives none."""
-    text = pod.annotations.get(MIG_ALLOCATIONS)
-    if not text:
-        return []
+    """The pod's realized MIG instances; an annotation that does not read by HAMi's rules
+    (`vgpu.domain.mig_allocations`) is logged and gives none, as HAMi's monitor skips it."""
     try:
-        entries = json.loads(text)
-        if not isinstance(entries, list):
-            raise ValueError(f"expected a JSON array, got {type(entries).__name__}")
-        return [i for i in (_instance(pod, e) for e in entries) if i is not None]
-    except (ValueError, TypeError, KeyError) as err:
-        log.warning("pod %s: ignoring annotation %s: %s", pod.key, MIG_ALLOCATIONS, err)
+        reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
+        return [
+            _instance(pod, reservation, reservation.runtime)
+            for reservation in reservations
+            if reservation.runtime is not None
+        ]
+    except (CodecError, ValueError) as err:
+        log.warning("pod %s: ignoring annotation %s: %s", pod.key, MIG_ALLOCATIONS_ANNOTATION, err)
         return []
 
 
-def _instance(pod: Pod, entry: Any) -> MigInstance | None:
-    if not isinstance(entry, dict):
-        raise ValueError(f"an entry must be an object, got {entry!r}")
-    if not entry.get("migUUID") or None in (
-        entry.get("gpuInstanceID"),
-        entry.get("computeInstanceID"),
-    ):
-        return None  # not realized yet
-    index = _int(entry, "containerIndex")
-    if not 0 <= index < len(pod.containers):
+def _instance(pod: Pod, reservation: MigReservation, runtime: MigRuntime) -> MigInstance:
+    index = reservation.container_index
+    if index >= len(pod.containers):
         raise ValueError(f"containerIndex {index} names no container of the pod")
     return MigInstance(
         container=pod.containers[index].name,
-        device_index=_int(entry, "deviceIndex"),
-        gpu_uuid=str(entry["gpuUUID"]),
-        profile=str(entry["profile"]),
-        mig_uuid=str(entry["migUUID"]),
-        gpu_instance=_int(entry, "gpuInstanceID"),
-        compute_instance=_int(entry, "computeInstanceID"),
+        device_index=reservation.device_index,
+        gpu_uuid=reservation.gpu_uuid,
+        profile=reservation.profile,
+        mig_uuid=runtime.mig_uuid,
+        gpu_instance=runtime.gpu_instance_id,
+        compute_instance=runtime.compute_instance_id,
     )
-
-
-def _int(entry: dict[str, Any], name: str) -> int:
-    value = entry.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-    return value
