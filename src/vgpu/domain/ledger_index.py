@@ -44,6 +44,8 @@ class LedgerIndex:
     def __init__(self) -> None:
         self._summaries: dict[str, NodeSummary] = {}
         self._order = FullnessOrder()
+        # per node in the index, its answers by pod shape; one dict kept for the node's life
+        # (emptied on change), so remembering thousands of answers allocates nothing new
         self._answers: dict[str, dict[int, NodeFit | NodeRejection]] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
@@ -52,7 +54,7 @@ class LedgerIndex:
         self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
         self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
         self._card_kinds: dict[Cards, int] = {}
-        self._models: dict[tuple[int, int], Model] = {}  # by (kind, shape)
+        self._models: dict[int, dict[int, Model]] = {}  # by shape, then kind
         self._refused_shapes: set[int] = set()  # shapes whose last decision placed nothing
         self._next_kind = 0
 
@@ -67,7 +69,11 @@ class LedgerIndex:
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness, summary.used)
-        self._answers.pop(node, None)
+        remembered = self._answers.get(node)
+        if remembered is None:
+            self._answers[node] = {}
+        else:
+            remembered.clear()
         self._kinds.pop(node, None)  # worked out again when a rejection needs it
         cards = self._cards_of.get(node)
         if cards is None or cards[0] is not devices:  # new cards: seldom, once per node
@@ -105,7 +111,8 @@ class LedgerIndex:
         best: NodeFit | None = None
         best_score = -math.inf
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
-        for bound, block in self._walk(plan, needs, walked):
+        blocks = self._walk(plan, needs, walked) if self._may_fit_any(needs, walked) else ()
+        for bound, block in blocks:
             if bound + _ROUNDING < best_score:
                 break
             for node in block:
@@ -128,13 +135,9 @@ class LedgerIndex:
             self._refused_shapes.discard(shape)
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
         self._refused_shapes.add(shape)
-        rejections = {}
-        for node in candidates:
-            known = refused.get(node) if refused else None
-            result = self._fit(plan, node, view, budget, shape, alike) if known is None else known
-            if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
-                return decide(plan, [view(n) for n in candidates], budget)
-            rejections[node] = result
+        rejections = self._rejections(plan, candidates, view, budget, shape, alike, refused)
+        if rejections is None:  # a summary ruled out a node that fits: be exact
+            return decide(plan, [view(n) for n in candidates], budget)
         return NoPlacement(rejections)
 
     def feasible(
@@ -185,6 +188,20 @@ class LedgerIndex:
                 refused[node] = answer
         return refused
 
+    def _may_fit_any(self, needs: PodNeeds, nodes: Iterable[str]) -> bool:
+        """Whether any node's summary leaves room for the pod. A pass in no order, a fraction
+        of the ordered walk's cost per node, left at the first node that may fit: a pod that
+        fits nowhere (which the walk would follow to its end) skips the walk."""
+        summaries = self._summaries
+        checked = None
+        for node in nodes:
+            summary = summaries.get(node)
+            if summary is not checked and summary is not None:
+                if needs.may_fit(summary):
+                    return True
+                checked = summary
+        return False
+
     def _walk(self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]) -> Iterable[Block]:
         policy = plan.policies.node
 
@@ -194,6 +211,42 @@ class LedgerIndex:
         if len(candidates) * _FEW < len(self._order):
             return self._order.rank(candidates, policy, gain)
         return self._order.walk(policy, gain)
+
+    def _rejections(
+        self,
+        plan: PodPlan,
+        candidates: dict[str, None],
+        view: Callable[[str], NodeView],
+        budget: Budget,
+        shape: int,
+        alike: bool,
+        refused: dict[str, NodeRejection] | None,
+    ) -> dict[str, NodeRejection] | None:
+        """Every candidate's rejection (`refused`: those known already), or None when one of
+        them takes the pod. This is `_fit` node by node, with the common case inlined: a node
+        whose kind already has this shape's rejection gets a copy of it (thousands of nodes
+        for a pod that fits nowhere, where a call per node costs as much as the copy)."""
+        rejections: dict[str, NodeRejection] = {}
+        answers, kinds, like = self._answers, self._kinds, AlikeRejection.like
+        models = self._models.setdefault(shape, {}) if alike else {}
+        for node in candidates:
+            result = refused.get(node) if refused else None
+            if result is None:
+                remembered = answers.get(node)
+                found = kinds.get(node)
+                model = models.get(found[0]) if found is not None else None
+                if found is None or model is None or remembered is None or shape in remembered:
+                    fitted = self._fit(plan, node, view, budget, shape, alike)
+                    if isinstance(fitted, NodeFit):
+                        return None
+                    result = fitted
+                else:
+                    result = like(node, model, found[1].devices)
+                    if len(remembered) >= _REMEMBERED_PER_NODE:
+                        remembered.clear()
+                    remembered[shape] = result
+            rejections[node] = result
+        return rejections
 
     def _fit(
         self,
@@ -206,20 +259,21 @@ class LedgerIndex:
     ) -> NodeFit | NodeRejection:
         """The node's answer: remembered, copied from an alike node's rejection (`alike`: the
         pod's fit reads no card ids), or fitted."""
-        remembered = self._answers.get(node)
+        remembered = self._answers.get(node)  # None: a node not in the index
         if remembered is not None and shape in remembered:
             return remembered[shape]
         kind = self._kind(node, view) if alike else None
-        model = self._models.get((kind[0], shape)) if kind is not None else None
+        models = self._models.setdefault(shape, {}) if kind is not None else {}
+        model = models.get(kind[0]) if kind is not None else None
         if kind is not None and model is not None:
             result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1].devices)
         else:
             result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
             if kind is not None and isinstance(result, NodeRejection):
-                self._models[(kind[0], shape)] = Model(result, kind[1].devices)
-        if node in self._summaries:
-            if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
-                remembered = self._answers[node] = {}
+                models[kind[0]] = Model(result, kind[1].devices)
+        if remembered is not None:
+            if len(remembered) >= _REMEMBERED_PER_NODE:
+                remembered.clear()
             remembered[shape] = result
         return result
 
@@ -271,7 +325,8 @@ class LedgerIndex:
         if shape is None:
             if len(self._shapes) >= _SHAPES_KEPT:
                 self._shapes.clear()
-                self._answers.clear()
+                for remembered in self._answers.values():
+                    remembered.clear()
                 self._models.clear()
                 self._refused_shapes.clear()
             shape = self._shapes[key] = self._next_shape
