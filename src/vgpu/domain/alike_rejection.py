@@ -138,8 +138,11 @@ class AlikeRejection(NodeRejection):
 
     @property
     def line(self) -> str:
-        model: Model | None = getattr(self, "_model", None)
-        return super().line if model is None else model.line
+        try:
+            model: Model = self._model
+        except AttributeError:  # built field by field
+            return super().line
+        return model.line
 
     def _fields(self) -> tuple[object, ...]:
         return (self.node, self.reason, self.message, self.cards, self.considered)

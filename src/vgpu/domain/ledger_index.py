@@ -192,10 +192,8 @@ class LedgerIndex:
         """Whether any node's summary leaves room for the pod. A pass in no order, a fraction
         of the ordered walk's cost per node, left at the first node that may fit: a pod that
         fits nowhere (which the walk would follow to its end) skips the walk."""
-        summaries = self._summaries
         checked = None
-        for node in nodes:
-            summary = summaries.get(node)
+        for summary in map(self._summaries.get, nodes):
             if summary is not checked and summary is not None:
                 if needs.may_fit(summary):
                     return True
