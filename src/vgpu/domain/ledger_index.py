@@ -37,6 +37,7 @@ from vgpu.domain.reasons import NodeRejection
 _ROUNDING = 1e-9
 _FEW = 4  # candidates fewer than 1/_FEW of the nodes are ranked directly, not walked
 _REMEMBERED_PER_NODE = 4
+_REFUSALS_KEPT = 16
 _SHAPES_KEPT = 4096
 
 
@@ -55,7 +56,10 @@ class LedgerIndex:
         self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
         self._card_kinds: dict[Cards, int] = {}
         self._models: dict[int, dict[int, Model]] = {}  # by shape, then kind
-        self._refused_shapes: set[int] = set()  # shapes whose last decision placed nothing
+        # a shape's last decision that placed nothing: when it was made, every node's rejection
+        self._refusals: dict[int, tuple[int, dict[str, NodeRejection]]] = {}
+        self._changed: dict[str, int] = {}  # node: the change count when it last changed
+        self._changes = 0
         self._next_kind = 0
 
     def update(
@@ -66,6 +70,8 @@ class LedgerIndex:
         cordoned: frozenset[str],
     ) -> None:
         """The node's cards or usage changed."""
+        self._changed[node] = self._changes
+        self._changes += 1
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness, summary.used)
@@ -85,6 +91,7 @@ class LedgerIndex:
             self._kind(node, view)
 
     def drop(self, node: str) -> None:
+        self._changed.pop(node, None)
         self._cards_of.pop(node, None)
         self._summaries.pop(node, None)
         self._order.remove(node)
@@ -106,7 +113,7 @@ class LedgerIndex:
         alike = groupable(plan)
         policy = plan.policies.node
         # a pod refused last time (kube-scheduler retrying it): walk only the nodes that changed
-        refused = self._refused(candidates, shape) if shape in self._refused_shapes else None
+        refused = self._refused(candidates, shape)
         walked = candidates if not refused else {n: None for n in candidates if n not in refused}
         best: NodeFit | None = None
         best_score = -math.inf
@@ -132,13 +139,17 @@ class LedgerIndex:
                 if needs.fixed_score(summary.capacity):
                     break  # the rest of the block would score the same and lose the tie by name
         if best is not None:
-            self._refused_shapes.discard(shape)
+            self._refusals.pop(shape, None)
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
-        self._refused_shapes.add(shape)
         rejections = self._rejections(plan, candidates, view, budget, shape, alike, refused)
         if rejections is None:  # a summary ruled out a node that fits: be exact
+            self._refusals.pop(shape, None)
             return decide(plan, [view(n) for n in candidates], budget)
-        return NoPlacement(rejections)
+        self._refusals.pop(shape, None)  # the newest last
+        self._refusals[shape] = (self._changes, rejections)
+        if len(self._refusals) > _REFUSALS_KEPT:
+            del self._refusals[next(iter(self._refusals))]
+        return NoPlacement(dict(rejections))
 
     def feasible(
         self,
@@ -175,17 +186,19 @@ class LedgerIndex:
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
 
-    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection] | None:
-        """The remembered rejections of this pod shape among the candidates; None when some
-        candidate is remembered to take it."""
-        refused = {}
+    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection]:
+        """The candidates' rejections from the last decision on this pod shape, if it placed
+        nothing, for the nodes that have not changed since (no other node can beat the best
+        of those that have)."""
+        refusal = self._refusals.get(shape)
+        if refusal is None:
+            return {}
+        made_at, known = refusal
+        changed, refused = self._changed, {}
         for node in candidates:
-            remembered = self._answers.get(node)
-            answer = remembered.get(shape) if remembered is not None else None
-            if isinstance(answer, NodeFit):
-                return None
-            if answer is not None:
-                refused[node] = answer
+            rejection = known.get(node)
+            if rejection is not None and changed.get(node, made_at) < made_at:
+                refused[node] = rejection
         return refused
 
     def _may_fit_any(self, needs: PodNeeds, nodes: Iterable[str]) -> bool:
@@ -218,31 +231,28 @@ class LedgerIndex:
         budget: Budget,
         shape: int,
         alike: bool,
-        refused: dict[str, NodeRejection] | None,
+        refused: dict[str, NodeRejection],
     ) -> dict[str, NodeRejection] | None:
         """Every candidate's rejection (`refused`: those known already), or None when one of
         them takes the pod. This is `_fit` node by node, with the common case inlined: a node
         whose kind already has this shape's rejection gets a copy of it (thousands of nodes
-        for a pod that fits nowhere, where a call per node costs as much as the copy)."""
+        for a pod that fits nowhere, where a call per node costs as much as the copy), not
+        remembered node by node: the whole answer is (`_refusals`)."""
         rejections: dict[str, NodeRejection] = {}
-        answers, kinds, like = self._answers, self._kinds, AlikeRejection.like
+        kinds, like = self._kinds, AlikeRejection.like
         models = self._models.setdefault(shape, {}) if alike else {}
         for node in candidates:
             result = refused.get(node) if refused else None
             if result is None:
-                remembered = answers.get(node)
                 found = kinds.get(node)
                 model = models.get(found[0]) if found is not None else None
-                if found is None or model is None or remembered is None or shape in remembered:
+                if found is None or model is None:
                     fitted = self._fit(plan, node, view, budget, shape, alike)
                     if isinstance(fitted, NodeFit):
                         return None
                     result = fitted
                 else:
                     result = like(node, model, found[1].devices)
-                    if len(remembered) >= _REMEMBERED_PER_NODE:
-                        remembered.clear()
-                    remembered[shape] = result
             rejections[node] = result
         return rejections
 
@@ -326,7 +336,7 @@ class LedgerIndex:
                 for remembered in self._answers.values():
                     remembered.clear()
                 self._models.clear()
-                self._refused_shapes.clear()
+                self._refusals.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape
