@@ -51,7 +51,8 @@ class LedgerIndex:
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
         # nodes alike card for card share a kind; a pod's rejection by one is every one's
-        self._kinds: dict[str, tuple[int, NodeView]] = {}  # kind -1: fitted on its own
+        # node: its kind (-1: fitted on its own) and its cards
+        self._kinds: dict[str, tuple[int, tuple[Device, ...]]] = {}
         self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
         self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
         self._card_kinds: dict[Cards, int] = {}
@@ -252,7 +253,7 @@ class LedgerIndex:
                         return None
                     result = fitted
                 else:
-                    result = like(node, model, found[1].devices)
+                    result = like(node, model, found[1])
             rejections[node] = result
         return rejections
 
@@ -274,19 +275,21 @@ class LedgerIndex:
         models = self._models.setdefault(shape, {}) if kind is not None else {}
         model = models.get(kind[0]) if kind is not None else None
         if kind is not None and model is not None:
-            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1].devices)
+            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1])
         else:
-            result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
+            result = fit_pod(plan, view(node), budget)
             if kind is not None and isinstance(result, NodeRejection):
-                models[kind[0]] = Model(result, kind[1].devices)
+                models[kind[0]] = Model(result, kind[1])
         if remembered is not None:
             if len(remembered) >= _REMEMBERED_PER_NODE:
                 remembered.clear()
             remembered[shape] = result
         return result
 
-    def _kind(self, node: str, view: Callable[[str], NodeView]) -> tuple[int, NodeView] | None:
-        """The node's kind (alike nodes share one) and its view; None for a node fitted on its
+    def _kind(
+        self, node: str, view: Callable[[str], NodeView]
+    ) -> tuple[int, tuple[Device, ...]] | None:
+        """The node's kind (alike nodes share one) and its cards; None for a node fitted on its
         own. Worked out on first need after each change, not on every change: a rebuild
         changes each node many times."""
         found = self._kinds.get(node)
@@ -296,7 +299,7 @@ class LedgerIndex:
             seen = view(node)
             cards = self._cards_of[node]
             if cards[1] < 0:
-                found = self._kinds[node] = (-1, seen)
+                found = self._kinds[node] = (-1, seen.devices)
             else:
                 load = load_profile(seen.devices, seen.usage, seen.cordoned)
                 known = self._kind_ids.get((cards[1], load))
@@ -309,7 +312,7 @@ class LedgerIndex:
                     self._next_kind += 1
                 kind_id, summary = known
                 self._summaries[node] = summary  # alike nodes share one (equal) summary
-                found = self._kinds[node] = (kind_id, seen)
+                found = self._kinds[node] = (kind_id, seen.devices)
         return None if found[0] < 0 else found
 
     def _card_kind(self, devices: tuple[Device, ...]) -> int:
