@@ -37,7 +37,7 @@ from vgpu.domain.reasons import NodeRejection
 _ROUNDING = 1e-9
 _FEW = 4  # candidates fewer than 1/_FEW of the nodes are ranked directly, not walked
 _REMEMBERED_PER_NODE = 4
-_REFUSALS_KEPT = 16
+_REFUSALS_KEPT = 8  # refused shapes whose answers are kept: 8 x 5,000 rejections is ~5 MB
 _SHAPES_KEPT = 4096
 
 
@@ -189,8 +189,7 @@ class LedgerIndex:
 
     def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection]:
         """The candidates' rejections from the last decision on this pod shape, if it placed
-        nothing, for the nodes that have not changed since (no other node can beat the best
-        of those that have)."""
+        nothing, for the nodes that have not changed since: only the others need a look."""
         refusal = self._refusals.get(shape)
         if refusal is None:
             return {}
