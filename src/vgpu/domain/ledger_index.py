@@ -5,10 +5,13 @@ cards, score, ties by name; for a pod that fits nowhere, every node's rejection)
 the candidates from the best possible score down, skips nodes the summary rules out, runs the
 exact `fit_pod` only on the rest and stops once no node left can beat the best fit found.
 
-A node's answer (its fit or its rejection) is remembered per pod shape until that node changes:
-a full cluster (kube-scheduler retrying a pod that fits nowhere) then costs a lookup per node,
-and so does a run of similar pods over many equally good nodes (spread over identical nodes,
-where no bound can stop the walk early), since each placement changes one node only.
+A node's answer (its fit or its rejection) is remembered per pod shape until that node changes,
+so a run of similar pods over many equally good nodes (spread over identical nodes, where no
+bound can stop the walk early) costs a lookup per node, since each placement changes one node
+only. A decision that placed nothing is remembered whole, with the count of node changes it was
+made at: kube-scheduler retrying a pod that fits nowhere costs a lookup per node, and a fresh
+look at the nodes changed since. A pod that fits nowhere skips the ordered walk: a cheap pass
+over the summaries shows first that no node has room.
 """
 
 import math
