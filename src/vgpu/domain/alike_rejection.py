@@ -71,13 +71,14 @@ class Model:
     among the node's cards, and HAMi's reason counts, are worked out on the first copy: in a
     varied cluster most nodes have no twin, and those must cost no more than the fit."""
 
-    __slots__ = ("_hami_reason", "_positions", "devices", "rejection")
+    __slots__ = ("_hami_reason", "_line", "_positions", "devices", "rejection")
 
     def __init__(self, rejection: NodeRejection, devices: tuple[Device, ...]) -> None:
         self.rejection = rejection
         self.devices = devices
         self._positions: tuple[int, ...] | None = None
         self._hami_reason: str | None = None
+        self._line: str | None = None
 
     @property
     def positions(self) -> tuple[int, ...]:
@@ -93,6 +94,12 @@ class Model:
             self._hami_reason = self.rejection.hami_reason
         return self._hami_reason
 
+    @property
+    def line(self) -> str:
+        if self._line is None:
+            self._line = self.rejection.line
+        return self._line
+
 
 class AlikeRejection(NodeRejection):
     """Another node's rejection made from a `Model`: the same reason, message and per-card
@@ -103,14 +110,13 @@ class AlikeRejection(NodeRejection):
 
     @classmethod
     def like(cls, node: str, model: Model, devices: tuple[Device, ...]) -> "AlikeRejection":
-        made = object.__new__(cls)
-        put = object.__setattr__
-        put(made, "node", node)
-        put(made, "reason", model.rejection.reason)
-        put(made, "message", model.rejection.message)
-        put(made, "considered", model.rejection.considered)
-        put(made, "_model", model)
-        put(made, "_devices", devices)
+        made = _new(cls)
+        _set_node(made, node)
+        _set_reason(made, model.rejection.reason)
+        _set_message(made, model.rejection.message)
+        _set_considered(made, model.rejection.considered)
+        _set_model(made, model)
+        _set_devices(made, devices)
         return made
 
     def __getattr__(self, name: str) -> Any:  # only for slots not set yet
@@ -130,6 +136,14 @@ class AlikeRejection(NodeRejection):
         model: Model | None = getattr(self, "_model", None)  # None when built field by field
         return super().hami_reason if model is None else model.hami_reason
 
+    @property
+    def line(self) -> str:
+        try:
+            model: Model = self._model
+        except AttributeError:  # built field by field
+            return super().line
+        return model.line
+
     def _fields(self) -> tuple[object, ...]:
         return (self.node, self.reason, self.message, self.cards, self.considered)
 
@@ -146,3 +160,14 @@ class AlikeRejection(NodeRejection):
 
     def __hash__(self) -> int:
         return hash(self._fields())
+
+
+# A pod that fits nowhere among thousands of alike nodes gets thousands of copies: the slots'
+# own setters (what object.__setattr__ looks up each time), bound once, make them a third cheaper.
+_new = object.__new__
+_set_node = NodeRejection.__dict__["node"].__set__
+_set_reason = NodeRejection.__dict__["reason"].__set__
+_set_message = NodeRejection.__dict__["message"].__set__
+_set_considered = NodeRejection.__dict__["considered"].__set__
+_set_model = AlikeRejection.__dict__["_model"].__set__
+_set_devices = AlikeRejection.__dict__["_devices"].__set__

@@ -3,6 +3,7 @@
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
 from vgpu.domain.grant import PodGrants
@@ -58,7 +59,9 @@ class NoPlacement:
     def message(self) -> str:
         """kube-scheduler style: `0/3 nodes are available: 2 insufficient memory, 1 ...`."""
         total = len(self.rejections)
-        counts = Counter(phrase(r.reason) for r in self.rejections.values())
+        counts: Counter[str] = Counter()
+        for reason, n in Counter(map(_reason, self.rejections.values())).items():
+            counts[phrase(reason)] += n
         parts = ", ".join(
             f"{n} {p}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         )
@@ -66,6 +69,7 @@ class NoPlacement:
 
 
 Decision = Placement | NoPlacement
+_reason = attrgetter("reason")
 
 
 def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:

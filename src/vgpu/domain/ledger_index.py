@@ -5,10 +5,13 @@ cards, score, ties by name; for a pod that fits nowhere, every node's rejection)
 the candidates from the best possible score down, skips nodes the summary rules out, runs the
 exact `fit_pod` only on the rest and stops once no node left can beat the best fit found.
 
-A node's answer (its fit or its rejection) is remembered per pod shape until that node changes:
-a full cluster (kube-scheduler retrying a pod that fits nowhere) then costs a lookup per node,
-and so does a run of similar pods over many equally good nodes (spread over identical nodes,
-where no bound can stop the walk early), since each placement changes one node only.
+A node's answer (its fit or its rejection) is remembered per pod shape until that node changes,
+so a run of similar pods over many equally good nodes (spread over identical nodes, where no
+bound can stop the walk early) costs a lookup per node, since each placement changes one node
+only. A decision that placed nothing is remembered whole, with the count of node changes it was
+made at: kube-scheduler retrying a pod that fits nowhere costs a lookup per node, and a fresh
+look at the nodes changed since. A pod that fits nowhere skips the ordered walk: a cheap pass
+over the summaries shows first that no node has room.
 """
 
 import math
@@ -37,6 +40,7 @@ from vgpu.domain.reasons import NodeRejection
 _ROUNDING = 1e-9
 _FEW = 4  # candidates fewer than 1/_FEW of the nodes are ranked directly, not walked
 _REMEMBERED_PER_NODE = 4
+_REFUSALS_KEPT = 8  # refused shapes whose answers are kept: 8 x 5,000 rejections is ~5 MB
 _SHAPES_KEPT = 4096
 
 
@@ -44,16 +48,22 @@ class LedgerIndex:
     def __init__(self) -> None:
         self._summaries: dict[str, NodeSummary] = {}
         self._order = FullnessOrder()
+        # per node in the index, its answers by pod shape; one dict kept for the node's life
+        # (emptied on change), so remembering thousands of answers allocates nothing new
         self._answers: dict[str, dict[int, NodeFit | NodeRejection]] = {}
         self._shapes: dict[tuple[object, ...], int] = {}
         self._next_shape = 0
         # nodes alike card for card share a kind; a pod's rejection by one is every one's
-        self._kinds: dict[str, tuple[int, NodeView]] = {}  # kind -1: fitted on its own
+        # node: its kind (-1: fitted on its own) and its cards
+        self._kinds: dict[str, tuple[int, tuple[Device, ...]]] = {}
         self._kind_ids: dict[tuple[int, Load], tuple[int, NodeSummary]] = {}
         self._cards_of: dict[str, tuple[tuple[Device, ...], int]] = {}  # node's cards, their kind
         self._card_kinds: dict[Cards, int] = {}
-        self._models: dict[tuple[int, int], Model] = {}  # by (kind, shape)
-        self._refused_shapes: set[int] = set()  # shapes whose last decision placed nothing
+        self._models: dict[int, dict[int, Model]] = {}  # by shape, then kind
+        # a shape's last decision that placed nothing: when it was made, every node's rejection
+        self._refusals: dict[int, tuple[int, dict[str, NodeRejection]]] = {}
+        self._changed: dict[str, int] = {}  # node: the change count when it last changed
+        self._changes = 0
         self._next_kind = 0
 
     def update(
@@ -64,10 +74,16 @@ class LedgerIndex:
         cordoned: frozenset[str],
     ) -> None:
         """The node's cards or usage changed."""
+        self._changed[node] = self._changes
+        self._changes += 1
         summary = summarize(devices, usage, cordoned)
         self._summaries[node] = summary
         self._order.put(node, summary.capacity, summary.fullness, summary.used)
-        self._answers.pop(node, None)
+        remembered = self._answers.get(node)
+        if remembered is None:
+            self._answers[node] = {}
+        else:
+            remembered.clear()
         self._kinds.pop(node, None)  # worked out again when a rejection needs it
         cards = self._cards_of.get(node)
         if cards is None or cards[0] is not devices:  # new cards: seldom, once per node
@@ -79,6 +95,7 @@ class LedgerIndex:
             self._kind(node, view)
 
     def drop(self, node: str) -> None:
+        self._changed.pop(node, None)
         self._cards_of.pop(node, None)
         self._summaries.pop(node, None)
         self._order.remove(node)
@@ -100,12 +117,13 @@ class LedgerIndex:
         alike = groupable(plan)
         policy = plan.policies.node
         # a pod refused last time (kube-scheduler retrying it): walk only the nodes that changed
-        refused = self._refused(candidates, shape) if shape in self._refused_shapes else None
+        refused = self._refused(candidates, shape)
         walked = candidates if not refused else {n: None for n in candidates if n not in refused}
         best: NodeFit | None = None
         best_score = -math.inf
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
-        for bound, block in self._walk(plan, needs, walked):
+        blocks = self._walk(plan, needs, walked) if self._may_fit_any(needs, walked) else ()
+        for bound, block in blocks:
             if bound + _ROUNDING < best_score:
                 break
             for node in block:
@@ -125,17 +143,17 @@ class LedgerIndex:
                 if needs.fixed_score(summary.capacity):
                     break  # the rest of the block would score the same and lose the tie by name
         if best is not None:
-            self._refused_shapes.discard(shape)
+            self._refusals.pop(shape, None)
             return Placement(best.node, best.grants, (NodeScore(best.node, best_score),))
-        self._refused_shapes.add(shape)
-        rejections = {}
-        for node in candidates:
-            known = refused.get(node) if refused else None
-            result = self._fit(plan, node, view, budget, shape, alike) if known is None else known
-            if isinstance(result, NodeFit):  # a summary ruled out a node that fits: be exact
-                return decide(plan, [view(n) for n in candidates], budget)
-            rejections[node] = result
-        return NoPlacement(rejections)
+        rejections = self._rejections(plan, candidates, view, budget, shape, alike, refused)
+        if rejections is None:  # a summary ruled out a node that fits: be exact
+            self._refusals.pop(shape, None)
+            return decide(plan, [view(n) for n in candidates], budget)
+        self._refusals.pop(shape, None)  # the newest last
+        self._refusals[shape] = (self._changes, rejections)
+        if len(self._refusals) > _REFUSALS_KEPT:
+            del self._refusals[next(iter(self._refusals))]
+        return NoPlacement(dict(rejections))
 
     def feasible(
         self,
@@ -172,18 +190,31 @@ class LedgerIndex:
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
 
-    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection] | None:
-        """The remembered rejections of this pod shape among the candidates; None when some
-        candidate is remembered to take it."""
-        refused = {}
+    def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection]:
+        """The candidates' rejections from the last decision on this pod shape, if it placed
+        nothing, for the nodes that have not changed since: only the others need a look."""
+        refusal = self._refusals.get(shape)
+        if refusal is None:
+            return {}
+        made_at, known = refusal
+        changed, refused = self._changed, {}
         for node in candidates:
-            remembered = self._answers.get(node)
-            answer = remembered.get(shape) if remembered is not None else None
-            if isinstance(answer, NodeFit):
-                return None
-            if answer is not None:
-                refused[node] = answer
+            rejection = known.get(node)
+            if rejection is not None and changed.get(node, made_at) < made_at:
+                refused[node] = rejection
         return refused
+
+    def _may_fit_any(self, needs: PodNeeds, nodes: Iterable[str]) -> bool:
+        """Whether any node's summary leaves room for the pod. A pass in no order, a fraction
+        of the ordered walk's cost per node, left at the first node that may fit: a pod that
+        fits nowhere (which the walk would follow to its end) skips the walk."""
+        checked = None
+        for summary in map(self._summaries.get, nodes):
+            if summary is not checked and summary is not None:
+                if needs.may_fit(summary):
+                    return True
+                checked = summary
+        return False
 
     def _walk(self, plan: PodPlan, needs: PodNeeds, candidates: dict[str, None]) -> Iterable[Block]:
         policy = plan.policies.node
@@ -194,6 +225,39 @@ class LedgerIndex:
         if len(candidates) * _FEW < len(self._order):
             return self._order.rank(candidates, policy, gain)
         return self._order.walk(policy, gain)
+
+    def _rejections(
+        self,
+        plan: PodPlan,
+        candidates: dict[str, None],
+        view: Callable[[str], NodeView],
+        budget: Budget,
+        shape: int,
+        alike: bool,
+        refused: dict[str, NodeRejection],
+    ) -> dict[str, NodeRejection] | None:
+        """Every candidate's rejection (`refused`: those known already), or None when one of
+        them takes the pod. This is `_fit` node by node, with the common case inlined: a node
+        whose kind already has this shape's rejection gets a copy of it (thousands of nodes
+        for a pod that fits nowhere, where a call per node costs as much as the copy), not
+        remembered node by node: the whole answer is (`_refusals`)."""
+        rejections: dict[str, NodeRejection] = {}
+        kinds, like = self._kinds, AlikeRejection.like
+        models = self._models.setdefault(shape, {}) if alike else {}
+        for node in candidates:
+            result = refused.get(node) if refused else None
+            if result is None:
+                found = kinds.get(node)
+                model = models.get(found[0]) if found is not None else None
+                if found is None or model is None:
+                    fitted = self._fit(plan, node, view, budget, shape, alike)
+                    if isinstance(fitted, NodeFit):
+                        return None
+                    result = fitted
+                else:
+                    result = like(node, model, found[1])
+            rejections[node] = result
+        return rejections
 
     def _fit(
         self,
@@ -206,25 +270,28 @@ class LedgerIndex:
     ) -> NodeFit | NodeRejection:
         """The node's answer: remembered, copied from an alike node's rejection (`alike`: the
         pod's fit reads no card ids), or fitted."""
-        remembered = self._answers.get(node)
+        remembered = self._answers.get(node)  # None: a node not in the index
         if remembered is not None and shape in remembered:
             return remembered[shape]
         kind = self._kind(node, view) if alike else None
-        model = self._models.get((kind[0], shape)) if kind is not None else None
+        models = self._models.setdefault(shape, {}) if kind is not None else {}
+        model = models.get(kind[0]) if kind is not None else None
         if kind is not None and model is not None:
-            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1].devices)
+            result: NodeFit | NodeRejection = AlikeRejection.like(node, model, kind[1])
         else:
-            result = fit_pod(plan, view(node) if kind is None else kind[1], budget)
+            result = fit_pod(plan, view(node), budget)
             if kind is not None and isinstance(result, NodeRejection):
-                self._models[(kind[0], shape)] = Model(result, kind[1].devices)
-        if node in self._summaries:
-            if remembered is None or len(remembered) >= _REMEMBERED_PER_NODE:
-                remembered = self._answers[node] = {}
+                models[kind[0]] = Model(result, kind[1])
+        if remembered is not None:
+            if len(remembered) >= _REMEMBERED_PER_NODE:
+                remembered.clear()
             remembered[shape] = result
         return result
 
-    def _kind(self, node: str, view: Callable[[str], NodeView]) -> tuple[int, NodeView] | None:
-        """The node's kind (alike nodes share one) and its view; None for a node fitted on its
+    def _kind(
+        self, node: str, view: Callable[[str], NodeView]
+    ) -> tuple[int, tuple[Device, ...]] | None:
+        """The node's kind (alike nodes share one) and its cards; None for a node fitted on its
         own. Worked out on first need after each change, not on every change: a rebuild
         changes each node many times."""
         found = self._kinds.get(node)
@@ -234,7 +301,7 @@ class LedgerIndex:
             seen = view(node)
             cards = self._cards_of[node]
             if cards[1] < 0:
-                found = self._kinds[node] = (-1, seen)
+                found = self._kinds[node] = (-1, seen.devices)
             else:
                 load = load_profile(seen.devices, seen.usage, seen.cordoned)
                 known = self._kind_ids.get((cards[1], load))
@@ -247,7 +314,7 @@ class LedgerIndex:
                     self._next_kind += 1
                 kind_id, summary = known
                 self._summaries[node] = summary  # alike nodes share one (equal) summary
-                found = self._kinds[node] = (kind_id, seen)
+                found = self._kinds[node] = (kind_id, seen.devices)
         return None if found[0] < 0 else found
 
     def _card_kind(self, devices: tuple[Device, ...]) -> int:
@@ -271,9 +338,10 @@ class LedgerIndex:
         if shape is None:
             if len(self._shapes) >= _SHAPES_KEPT:
                 self._shapes.clear()
-                self._answers.clear()
+                for remembered in self._answers.values():
+                    remembered.clear()
                 self._models.clear()
-                self._refused_shapes.clear()
+                self._refusals.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape

@@ -74,6 +74,12 @@ class NodeRejection:
     considered: int = 0
 
     @property
+    def line(self) -> str:
+        """A person's sentence first, HAMi's reason tokens in brackets for tools that grep
+        them: what the filter's FailedNodes says of the node."""
+        return f"{self.message} [{self.hami_reason}]"
+
+    @property
     def hami_reason(self) -> str:
         """HAMi's wire form: each reason with its count over all cards considered, sorted.
 

@@ -120,6 +120,7 @@ def test_every_nodes_rejection_is_what_fit_pod_says_for_that_node(data: st.DataO
 def assert_same_rejection(got: NodeRejection, want: object) -> None:
     assert isinstance(want, NodeRejection)
     assert got.hami_reason == want.hami_reason
+    assert got.line == want.line == f"{want.message} [{want.hami_reason}]"
     assert (got.node, got.reason, got.message, got.considered) == (
         want.node,
         want.reason,
@@ -159,3 +160,4 @@ def test_alike_nodes_share_one_fit_and_each_names_its_own_cards() -> None:
     edited = replace(copies[0], message="changed")
     assert edited.message == "changed" and edited.cards == copies[0].cards
     assert edited.hami_reason == copies[0].hami_reason
+    assert edited.line == f"changed [{copies[0].hami_reason}]"

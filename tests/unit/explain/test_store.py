@@ -61,6 +61,23 @@ def test_only_the_last_pods_are_kept() -> None:
     assert [n for n in ("p1", "p2", "p3", "p4") if store.explanation("default", n)] == ["p2", "p4"]
 
 
+def test_each_pod_is_explained_on_the_nodes_it_was_filtered_on() -> None:
+    asked: list[tuple[str, ...]] = []
+
+    def remembering(names: Sequence[str]) -> tuple[list[NodeView], dict[str, NodeRejection]]:
+        asked.append(tuple(names))
+        return snapshot(names)
+
+    store = ExplanationStore(remembering)
+    store.record(plan("p1", 1000), ["a", "b"], UNLIMITED)
+    store.record(plan("p2", 1000), ["a", "b"], UNLIMITED)  # kube-scheduler's usual: the same
+    store.record(plan("p3", 1000), ["b"], UNLIMITED)
+    store.record(plan("p4", 1000), ["a", "b", "c"], UNLIMITED)
+    for name in ("p1", "p2", "p3", "p4"):
+        store.explanation("default", name)
+    assert asked == [("a", "b"), ("a", "b"), ("b",), ("a", "b", "c")]
+
+
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity=0"):
         ExplanationStore(snapshot, capacity=0)

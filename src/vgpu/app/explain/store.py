@@ -35,11 +35,21 @@ class ExplanationStore:
         self._capacity = capacity
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, _Question] = OrderedDict()
+        self._nodes: tuple[str, ...] = ()
 
     def record(self, plan: PodPlan, nodes: Sequence[str], budget: Budget) -> None:
-        """Remember what the scheduler was asked about the pod (cheap: no views, no words)."""
-        question = _Question(plan, tuple(nodes), budget)
+        """Remember what the scheduler was asked about the pod (cheap: no views, no words).
+
+        kube-scheduler sends every pod the same node names: questions share one copy of them
+        (a new tuple of 5,000 names per filter, kept for `capacity` pods, is memory, and work
+        for every young-generation collection until it is untracked)."""
+        names = tuple(nodes)
         with self._lock:
+            if names == self._nodes:
+                names = self._nodes
+            else:
+                self._nodes = names
+            question = _Question(plan, names, budget)
             self._entries[plan.key] = question
             self._entries.move_to_end(plan.key)
             while len(self._entries) > self._capacity:

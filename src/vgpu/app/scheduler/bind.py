@@ -11,7 +11,6 @@ import logging
 from datetime import timedelta
 
 from vgpu.app.scheduler.context import VerbContext
-from vgpu.app.scheduler.filter import reason
 from vgpu.app.scheduler.grants import Notes, Outcome, grant_annotations, written_identity
 from vgpu.domain import DomainError, NoPlacement, Pod, PodPlan, decide, plan_pod
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, BIND_TIME_ANNOTATION
@@ -70,7 +69,7 @@ class BindVerb:
             decision = decide(plan, views, state.budget(plan.namespace))
             if isinstance(decision, NoPlacement):
                 rejection = broken.get(node) or decision.rejections.get(node)
-                why = reason(rejection) if rejection else "unknown node"
+                why = rejection.line if rejection else "unknown node"
                 return f"pod {plan.key} no longer fits on {node}: {why}"
             annotations, labels = grant_annotations(
                 pod, node, decision.grants, now, ctx.vendor, ctx.trust

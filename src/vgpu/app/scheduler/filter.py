@@ -173,16 +173,14 @@ def views_from_objects(
     return views, broken, by_name
 
 
-def reason(rejection: NodeRejection) -> str:
-    """A person's sentence first, HAMi's reason tokens in brackets for tools that grep them."""
-    return f"{rejection.message} [{rejection.hami_reason}]"
-
-
 def failed_nodes(
     broken: Mapping[str, NodeRejection], decision: Placement | NoPlacement
 ) -> dict[str, str]:
-    rejections = {**decision.rejections, **broken}
-    return {name: reason(r) for name, r in sorted(rejections.items())}
+    """FailedNodes: every rejected node's `line`, by name (alike nodes share theirs)."""
+    rejections: Mapping[str, NodeRejection] = decision.rejections
+    if broken:
+        rejections = {**rejections, **broken}
+    return {name: rejections[name].line for name in sorted(rejections)}
 
 
 def _listed(failed: Mapping[str, str], limit: int) -> str:
