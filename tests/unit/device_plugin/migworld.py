@@ -121,7 +121,7 @@ def mig_world(
     gpus = GpuState(GPUS, SharingConfig(split_count=7), mig_profiles=fake.mig_profiles())
     ring = KeyRingCache(FakeGrantKeys(RING), "the fake key store", clock=lambda: 0.0)
     trust = SignedGrants(ring, NODE, NVIDIA)
-    mig = MigManager(fake, cluster, NODE, gpus)
+    mig = MigManager(fake, cluster, NODE, gpus, trust)
     ids = (f"cache{i}" for i in itertools.count())
     allocator = Allocator(
         cluster,

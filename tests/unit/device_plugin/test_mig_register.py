@@ -85,6 +85,7 @@ def test_the_plugin_manages_mig_instances_only_where_gpus_are_in_mig_mode(tmp_pa
     def manager_for(gpus: FakeGpus) -> object:
         container = DevicePluginContainer(config=config)
         container.cluster.override(providers.Object(FakeCluster()))
+        container.grant_keys.override(providers.Object(FakeGrantKeys()))
         container.gpu_port.override(providers.Object(gpus))
         return container.mig()
 

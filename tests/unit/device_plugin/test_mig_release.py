@@ -1,5 +1,6 @@
 """MIG instances go when their pod goes, and a restarted plugin takes up the instances its pods
-still use (contracts.md 12.6); whatever cannot be read leaves every instance in place."""
+still use (contracts.md 12.6); when the pods cannot be listed every instance stays in place, and
+a reservation nobody vouches for (unsigned, unreadable) claims nothing."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -82,17 +83,41 @@ def test_nothing_is_destroyed_while_the_pods_cannot_be_listed(tmp_path: Path) ->
     assert w.live() == []
 
 
-def test_an_unreadable_annotation_on_any_pod_skips_the_cycle(tmp_path: Path) -> None:
+def unsigned(pod: Pod, reservations: str) -> Pod:
+    """`pod` with its reservations rewritten by someone without the grant key (a tenant)."""
+    return replace(pod, annotations={**pod.annotations, MIG_ALLOCATIONS_ANNOTATION: reservations})
+
+
+def test_a_tenants_unreadable_annotation_does_not_stall_the_release(tmp_path: Path) -> None:
     w = mig_world(tmp_path)
     gone = allocated(w, "gone", MIG_A, 0)
     w.cluster.put_pod(replace(gone, phase="Succeeded"))
-    broken = mig_pod(f"{MIG_B},{SMALL};", [], name="broken")
-    annotations = {**broken.annotations, MIG_ALLOCATIONS_ANNOTATION: '[{"containerIndex":'}
-    w.cluster.put_pod(replace(broken, annotations=annotations))
+    tenant = mig_pod(f"{MIG_B},{SMALL};", [], name="tenant")
+    w.cluster.put_pod(unsigned(tenant, '[{"containerIndex":'))
 
-    assert not w.mig.reconcile()
+    assert w.mig.reconcile()
 
-    assert w.live() == [(MIG_A, "1g.5gb", 0, 1)]
+    assert w.live() == []
+
+
+def test_a_forged_runtime_identity_neither_adopts_nor_keeps_another_pods_instance(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    used = w.fake.create_mig_instance(MIG_A, "1g.5gb", MigPlacement(0, 1))
+    thief = running_with("thief", used, identity(used))  # a copy of the owner's annotations
+    forged = encode_mig_allocations(
+        [MigReservation(0, 0, MIG_A, "1g.5gb", MigPlacement(0, 1), identity(used))]
+    )
+    w.cluster.put_pod(unsigned(replace(thief, uid="uid-another"), forged))  # listed first
+    owner = w.cluster.put_pod(running_with("owner", used, identity(used)))
+
+    assert w.mig.start()
+    assert [m.pod for m in w.mig.managed()] == [owner.key]
+
+    w.cluster.put_pod(replace(owner, phase="Succeeded"))
+    assert w.mig.reconcile()
+    assert w.fake.mig_instances() == []  # the thief's claim kept nothing alive
 
 
 def running_with(name: str, instance: MigInstance, runtime: MigRuntime | None) -> Pod:

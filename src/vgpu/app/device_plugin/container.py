@@ -174,12 +174,16 @@ def _mig_profiles(
 
 
 def make_mig_manager(
-    config: DevicePluginConfig, port: GpuPort, cluster: ClusterPort, gpus: GpuState
+    config: DevicePluginConfig,
+    port: GpuPort,
+    cluster: ClusterPort,
+    gpus: GpuState,
+    trust: GrantTrust,
 ) -> MigManager | None:
     """The MIG instance manager, where the GPU port can make instances."""
     if not isinstance(port, MigPort):
         return None
-    return MigManager(port, cluster, config.node_name, gpus, config.mig_reconcile_interval)
+    return MigManager(port, cluster, config.node_name, gpus, trust, config.mig_reconcile_interval)
 
 
 def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> AllocationConfig:
@@ -223,11 +227,11 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         config.provided.numa_topology,
         config.provided.mig_allowlist,
     )
-    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus)
+    trust = providers.Singleton(make_trust, config, vendor, grant_keys.provider)
+    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus, trust)
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
-    trust = providers.Singleton(make_trust, config, vendor, grant_keys.provider)
     ledger = providers.Singleton(
         NodeLedger, cluster, gpus, config.provided.node_name, vendor, trust
     )

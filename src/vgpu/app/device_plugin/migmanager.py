@@ -2,7 +2,9 @@
 
 Pod annotations are the truth (contracts.md 12.6): the reservations in
 `hami.io/vgpu-mig-allocations` of this node's active pods (not finished, not being deleted) are
-desired. The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the
+desired, where the pod's grant is trusted (`trust.GrantTrust`: signed, reservations included).
+A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
+adopt it at start, or stall the release of every instance on the node with unreadable text. The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the
 MIG port, one step at a time under one lock:
 
 - `start`: adopt the instances that active pods record with their full runtime identity, and
@@ -23,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.keyring import KeyRingUnavailable
+from vgpu.app.device_plugin.trust import GrantTrust
 from vgpu.domain.errors import CodecError
 from vgpu.domain.mig import MigInstance
 from vgpu.domain.mig_allocations import (
@@ -62,12 +66,14 @@ class MigManager:
         cluster: ClusterPort,
         node: str,
         gpus: GpuState,
+        trust: GrantTrust,
         interval_s: float = 5.0,
     ) -> None:
         self._port = port
         self._cluster = cluster
         self._node = node
         self._gpus = gpus
+        self._trust = trust
         self._interval = interval_s
         self._lock = threading.Lock()
         self._managed: dict[MigKey, Managed] = {}
@@ -147,19 +153,31 @@ class MigManager:
 
     # internals (the lock is held) -----------------------------------------------------------
     def _desired(self) -> list[PodReservation]:
-        """Reservations of this node's active pods; ClusterError or MigReservationError (an
-        annotation that does not read) when they are not known."""
+        """Reservations of this node's active pods with trusted grants; ClusterError or
+        MigReservationError (an annotation that does not read, or no grant keys to judge
+        by) when they are not known."""
         desired = []
         for pod in self._cluster.list_pods(self._node):
             if pod.is_finished or pod.deleting or pod.node_name != self._node:
                 continue
             text = pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")
+            if not text or not self._trusted(pod):
+                continue
             try:
                 reservations = decode_mig_allocations(text)
             except CodecError as exc:
                 raise MigReservationError(f"pod {pod.key}: {exc}") from exc
             desired += [PodReservation(pod.uid, pod.key, r) for r in reservations]
         return desired
+
+    def _trusted(self, pod: Pod) -> bool:
+        try:
+            problem = self._trust.problem(pod)
+        except KeyRingUnavailable as exc:
+            raise MigReservationError(f"pod {pod.key}: its grant cannot be checked: {exc}") from exc
+        if problem is not None:
+            log.debug("pod %s: MIG reservations not counted: %s", pod.key, problem)
+        return problem is None
 
     def _start(self) -> bool:
         try:
