@@ -4,8 +4,9 @@ Pod annotations are the truth (contracts.md 12.6): the reservations in
 `hami.io/vgpu-mig-allocations` of this node's active pods (not finished, not being deleted) are
 desired, where the pod's grant is trusted (`trust.GrantTrust`: signed, reservations included).
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
-adopt it at start, or stall the release of every instance on the node with unreadable text. The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the
-MIG port, one step at a time under one lock:
+adopt it at start, or stall the release of every instance on the node with unreadable text.
+The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the MIG port,
+one step at a time under one lock:
 
 - `start`: adopt the instances that active pods record with their full runtime identity, and
   destroy the others only on MIG GPUs no active reservation names. A failed read of pods or
