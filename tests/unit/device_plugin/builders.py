@@ -14,8 +14,9 @@ from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.nodeledger import NodeLedger
-from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
+from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
+from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.pod import Container, Pod
@@ -125,11 +126,8 @@ def world(
     keys = FakeGrantKeys(RING)
     clock = [0.0]
     ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
-    trust: GrantTrust = (
-        SignedGrants(ring, NODE, NVIDIA)
-        if signing
-        else NamedSchedulerGrants(trusted_schedulers, NODE, NVIDIA)
-    )
+    rule = Signatures(ring) if signing else NamedSchedulers(trusted_schedulers)
+    trust = NodeGrantTrust(rule, NODE, NVIDIA)
     ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust)
     allocator = Allocator(
         cluster,

@@ -16,8 +16,9 @@ from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
-from vgpu.app.device_plugin.trust import SignedGrants
+from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
+from vgpu.domain.grant_trust import Signatures
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 from vgpu.domain.mig import MigPlacement, MigProfile
 from vgpu.domain.mig_allocations import (
@@ -120,7 +121,7 @@ def mig_world(
     fake = fake or FakeGpus(GPUS, mig_profiles={MIG_A: PROFILES, MIG_B: PROFILES})
     gpus = GpuState(GPUS, SharingConfig(split_count=7), mig_profiles=fake.mig_profiles())
     ring = KeyRingCache(FakeGrantKeys(RING), "the fake key store", clock=lambda: 0.0)
-    trust = SignedGrants(ring, NODE, NVIDIA)
+    trust = NodeGrantTrust(Signatures(ring), NODE, NVIDIA)
     mig = MigManager(fake, cluster, NODE, gpus, trust)
     ids = (f"cache{i}" for i in itertools.count())
     allocator = Allocator(

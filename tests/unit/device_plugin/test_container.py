@@ -12,8 +12,8 @@ from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.config import load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
-from vgpu.app.device_plugin.trust import NamedSchedulerGrants, SignedGrants
 from vgpu.domain.node import ClusterNode
+from vgpu.domain.pod import Pod
 
 
 def test_node_config_overrides_reach_the_kubelet_and_the_node_annotation(tmp_path: Path) -> None:
@@ -65,5 +65,17 @@ def test_signing_picks_how_grants_are_trusted() -> None:
         config=load_config(env={"VGPU_SIGNING__ENABLED": "false"}, overrides={"node_name": NODE})
     )
 
-    assert isinstance(signed.trust(), SignedGrants)
-    assert isinstance(unsigned.trust(), NamedSchedulerGrants)
+    pod = Pod(
+        "default",
+        "p",
+        uid="u1",
+        node_name=NODE,
+        scheduler_name="vgpu-scheduler",
+        annotations={
+            "hami.io/vgpu-node": NODE,
+            "hami.io/vgpu-devices-allocated": f"{UUID_A},NVIDIA,1000,10:;",
+        },
+    )
+
+    assert "has no vgpu.io/grant-signature" in (signed.trust().problem(pod) or "")
+    assert unsigned.trust().problem(pod) is None

@@ -133,7 +133,7 @@ def test_a_failure_midway_destroys_what_the_call_made_and_fails_the_pod(tmp_path
         (
             f"{MIG_A},{SMALL};",
             [reserve(0, 0, MIG_B, "1g.5gb", 0, 1)],
-            f"device 0 is reserved on {MIG_B} but granted on {MIG_A}",
+            f"gpuUUID {MIG_B} is not the granted card {MIG_A}",
         ),
         (
             f"{MIG_A},{SMALL};",

@@ -26,12 +26,12 @@ from vgpu.app.device_plugin.keyring import KeyRingUnavailable
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
-from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label, pod_grants
+from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
 from vgpu.domain.codec import encode_pod_grants
 from vgpu.domain.device import MIG_MODE
 from vgpu.domain.errors import DomainError, RequestError
-from vgpu.domain.grant import ContainerGrant
+from vgpu.domain.grant import ContainerGrant, PodGrants
 from vgpu.domain.mig import MigInstance
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
@@ -72,7 +72,7 @@ class Allocator:
         config: AllocationConfig,
         host: HostDirs,
         vendor: Vendor,
-        trust: GrantTrust,
+        trust: NodeGrantTrust,
         ledger: NodeLedger,
         new_cache_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         settle_s: float = 2.0,
@@ -103,7 +103,7 @@ class Allocator:
                 self._fail(refused, f"cannot allocate GPUs for pod {refused.key}: {reason}")
             pod = self._chosen(waiting)
             try:
-                return self._serve(pod, requests)
+                return self._serve(pod, waiting.grants, requests)
             except KeyRingUnavailable as exc:
                 raise self._unverifiable(exc) from exc
             except (DevicePluginError, DomainError, ClusterError) as exc:
@@ -152,11 +152,13 @@ class Allocator:
             f"{self._vendor.to_allocate_annotation} (was it scheduled by vgpu?)"
         )
 
-    def _serve(self, pod: Pod, requests: Sequence[Sequence[str]]) -> list[ContainerResponse]:
+    def _serve(
+        self, pod: Pod, allocated: PodGrants, requests: Sequence[Sequence[str]]
+    ) -> list[ContainerResponse]:
         key = self._vendor.to_allocate_annotation
         grants = list(pod_grants(pod, key))
         first = next((i for i, c in enumerate(grants) if c), 0)
-        self._ledger.check(pod, allocated_grants(pod, self._vendor), container_label(pod, first))
+        self._ledger.check(pod, allocated, container_label(pod, first))
         mig = _MigCall()
         try:
             return self._serve_containers(pod, requests, grants, mig)

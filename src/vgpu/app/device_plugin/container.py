@@ -22,8 +22,9 @@ from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
-from vgpu.app.device_plugin.trust import GrantTrust, NamedSchedulerGrants, SignedGrants
+from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
+from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo
 from vgpu.domain.mig import MigProfile
 from vgpu.domain.mig_allowlist import MigAllowlistEntry, allowlisted_profiles
@@ -87,7 +88,7 @@ def make_grant_keys(config: DevicePluginConfig) -> GrantKeyPort:
 
 def make_trust(
     config: DevicePluginConfig, vendor: Vendor, keys: Callable[[], GrantKeyPort]
-) -> GrantTrust:
+) -> NodeGrantTrust:
     """Signed grants when signing is on; else grants on pods naming a trusted scheduler."""
     signing = config.signing
     if not signing.enabled:
@@ -95,14 +96,15 @@ def make_trust(
             "grant signing is off: serving grants on pods that name one of the schedulers %s",
             ", ".join(signing.trusted_schedulers),
         )
-        return NamedSchedulerGrants(frozenset(signing.trusted_schedulers), config.node_name, vendor)
+        rule = NamedSchedulers(frozenset(signing.trusted_schedulers))
+        return NodeGrantTrust(rule, config.node_name, vendor)
     ring = KeyRingCache(
         keys(),
         f"Secret {signing.secret_namespace}/{signing.secret_name}",
         refresh_s=signing.refresh_interval,
         unknown_key_retry_s=signing.unknown_key_retry,
     )
-    return SignedGrants(ring, config.node_name, vendor)
+    return NodeGrantTrust(Signatures(ring), config.node_name, vendor)
 
 
 def make_vendor(config: DevicePluginConfig) -> Vendor:
@@ -178,7 +180,7 @@ def make_mig_manager(
     port: GpuPort,
     cluster: ClusterPort,
     gpus: GpuState,
-    trust: GrantTrust,
+    trust: NodeGrantTrust,
 ) -> MigManager | None:
     """The MIG instance manager, where the GPU port can make instances."""
     if not isinstance(port, MigPort):

@@ -2,7 +2,7 @@
 
 Pod annotations are the truth (contracts.md 12.6): the reservations in
 `hami.io/vgpu-mig-allocations` of this node's active pods (not finished, not being deleted) are
-desired, where the pod's grant is trusted (`trust.GrantTrust`: signed, reservations included).
+desired, where the pod's grant is trusted (`trust.NodeGrantTrust`: signed, reservations included).
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
 adopt it at start, or stall the release of every instance on the node with unreadable text.
 The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the MIG port,
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.keyring import KeyRingUnavailable
-from vgpu.app.device_plugin.trust import GrantTrust
+from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.errors import CodecError
 from vgpu.domain.mig import MigInstance
 from vgpu.domain.mig_allocations import (
@@ -67,7 +67,7 @@ class MigManager:
         cluster: ClusterPort,
         node: str,
         gpus: GpuState,
-        trust: GrantTrust,
+        trust: NodeGrantTrust,
         interval_s: float = 5.0,
     ) -> None:
         self._port = port

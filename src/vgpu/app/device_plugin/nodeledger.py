@@ -12,7 +12,7 @@ cluster port, which answers from its watch cache once synced, so this costs no A
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.pending import FAILED
-from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants
+from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.device import IDLE, Usage
 from vgpu.domain.grant import PodGrants, pod_footprint
 from vgpu.domain.pod import Pod
@@ -23,7 +23,7 @@ from vgpu.ports.kubelet import DevicePluginError
 
 class NodeLedger:
     def __init__(
-        self, cluster: ClusterPort, gpus: GpuState, node: str, vendor: Vendor, trust: GrantTrust
+        self, cluster: ClusterPort, gpus: GpuState, node: str, vendor: Vendor, trust: NodeGrantTrust
     ) -> None:
         self._cluster = cluster
         self._gpus = gpus
@@ -35,9 +35,10 @@ class NodeLedger:
         """Per card, what the counted pods other than `excluding` (namespace/name) hold."""
         total: dict[str, Usage] = {}
         for pod in self._cluster.list_pods(self._node):
-            if pod.key == excluding or not self._counts(pod):
+            grants = None if pod.key == excluding else self._counted(pod)
+            if grants is None:
                 continue
-            footprint = pod_footprint(allocated_grants(pod, self._vendor), pod.init_count)
+            footprint = pod_footprint(grants, pod.init_count)
             for uuid, amount in footprint.items():
                 total[uuid] = total.get(uuid, IDLE) + amount
         return total
@@ -65,14 +66,16 @@ class NodeLedger:
                     f"{card.cores}% cores"
                 )
 
-    def _counts(self, pod: Pod) -> bool:
-        return (
-            not pod.is_finished
-            and pod.node_name == self._node
-            and pod.annotations.get(BIND_PHASE_ANNOTATION) != FAILED
-            and self._vendor.allocated_annotation in pod.annotations
-            and self._trust.problem(pod) is None
-        )
+    def _counted(self, pod: Pod) -> PodGrants | None:
+        """The pod's grants when they count here, else None."""
+        if (
+            pod.is_finished
+            or pod.node_name != self._node
+            or pod.annotations.get(BIND_PHASE_ANNOTATION) == FAILED
+        ):
+            return None
+        verdict = self._trust.judge(pod)
+        return verdict.grants if verdict.trusted else None
 
 
 def _amount(usage: Usage) -> str:

@@ -8,11 +8,11 @@ annotations can neither jump the queue nor raise what is served.
 """
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from vgpu.app.device_plugin.trust import GrantTrust, allocated_grants, container_label, pod_grants
+from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.errors import CodecError, DomainError
-from vgpu.domain.grant import ContainerGrant
+from vgpu.domain.grant import ContainerGrant, PodGrants
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import (
@@ -32,33 +32,40 @@ FAILED = "failed"
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """The pod to serve (None when no trusted one waits) and the waiting pods refused, why."""
+    """The pod to serve (None when no trusted one waits) with its trusted `allocated` grants,
+    and the waiting pods refused, why."""
 
     chosen: Pod | None = None
+    grants: PodGrants = ()
     refused: list[tuple[Pod, str]] = field(default_factory=list)
 
 
-def find_pending_pod(cluster: ClusterPort, node: str, vendor: Vendor, trust: GrantTrust) -> Waiting:
+def find_pending_pod(
+    cluster: ClusterPort, node: str, vendor: Vendor, trust: NodeGrantTrust
+) -> Waiting:
     """The node lock's owner if it waits here with a trusted grant, else the oldest such pod.
 
     A pod waits when it is Pending, bound to `node`, in bind phase `allocating`, and has
     containers left to serve (or an unreadable grant, which is then refused with the reason).
     """
-    trusted: list[Pod] = []
+    trusted: list[tuple[Pod, PodGrants]] = []
     refused: list[tuple[Pod, str]] = []
     for pod in cluster.list_pods(node):
         if not is_waiting(pod, node, vendor):
             continue
-        problem = trust.problem(pod) or to_allocate_problem(pod, vendor)
-        if problem is None:
-            trusted.append(pod)
-        else:
-            refused.append((pod, problem))
+        verdict = trust.judge(pod)
+        problem = verdict.problem
+        if not problem and verdict.grants is not None:
+            problem = to_allocate_problem(pod, vendor, verdict.grants) or ""
+            if not problem:
+                trusted.append((pod, verdict.grants))
+                continue
+        refused.append((pod, problem))
     if not trusted:
-        return Waiting(None, refused)
+        return Waiting(None, (), refused)
     owner = _lock_owner(cluster, node)
-    trusted.sort(key=lambda p: (p.key != owner, _bind_time(p), p.namespace, p.name))
-    return Waiting(trusted[0], refused)
+    trusted.sort(key=lambda t: (t[0].key != owner, _bind_time(t[0]), t[0].namespace, t[0].name))
+    return Waiting(trusted[0][0], trusted[0][1], refused)
 
 
 def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:
@@ -77,8 +84,8 @@ def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:
         return True
 
 
-def to_allocate_problem(pod: Pod, vendor: Vendor) -> str | None:
-    """Why `to-allocate` is not what is left of `allocated`; None when it is.
+def to_allocate_problem(pod: Pod, vendor: Vendor, allocated: PodGrants) -> str | None:
+    """Why `to-allocate` is not what is left of the `allocated` grants; None when it is.
 
     Each container's segment must equal the allocated one at the same index, or be empty
     (already served). Anything else (a raised amount, another or an added card) is refused.
@@ -86,11 +93,13 @@ def to_allocate_problem(pod: Pod, vendor: Vendor) -> str | None:
     key = vendor.to_allocate_annotation
     try:
         left = pod_grants(pod, key)
-        allocated = allocated_grants(pod, vendor)
     except CodecError as exc:
         return str(exc)
     for index, segment in enumerate(left):
-        granted = allocated[index] if index < len(allocated) else ()
+        # the trusted grants carry their MIG instances; the device lists compare without them
+        granted = (
+            tuple(replace(g, mig=None) for g in allocated[index]) if index < len(allocated) else ()
+        )
         if segment and segment != granted:
             return (
                 f"container {container_label(pod, index)}: {key} asks for "

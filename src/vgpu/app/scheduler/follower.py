@@ -14,7 +14,6 @@ import logging
 import threading
 from collections.abc import Callable
 
-from vgpu.app.scheduler.grants import claimed_grants
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import (
@@ -135,18 +134,13 @@ class ClusterFollower:
                 log.info("pod %s %s: its GPU slices are free again", pod.key, pod.phase)
             return
         verdict = self._trust.judge(pod)
-        if verdict.claim is None or verdict.problem:
+        if verdict.claim is None or verdict.grants is None or verdict.problem:
             self._ignore(pod, verdict.problem)
             return
         self._ignored.pop(pod.key, None)
-        claim = verdict.claim
+        claim, grants = verdict.claim, verdict.grants
         signature = grant_identity(claim)
         if not pod.node_name and state.is_revoked(pod.key, signature):
-            return
-        try:
-            grants = claimed_grants(claim, self._vendor)
-        except DomainError as exc:
-            self._ignore(pod, str(exc))
             return
         after_init = hold_after_init(grants, pod.init_progress)
         with state.locked():

@@ -17,11 +17,10 @@ from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
-    decode_mig_allocations,
     encode_mig_allocations,
 )
-from vgpu.domain.mig_grants import decode_granted, mig_reservations
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
+from vgpu.domain.mig_grants import mig_reservations
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 
@@ -75,14 +74,6 @@ def written_identity(pod: Pod, annotations: Notes, vendor: Vendor) -> str:
     claim = grant_claim(pod.uid, written, vendor)
     assert claim is not None  # grant_annotations always writes the node and the cards
     return grant_identity(claim)
-
-
-def claimed_grants(claim: GrantClaim, vendor: Vendor) -> PodGrants:
-    """The grants a (trusted) claim makes, MIG instances included, as `grant_annotations`
-    wrote them: what a restart counts again. CodecError when the device list is malformed or
-    the MIG reservations disagree with it (then neither is counted)."""
-    reservations = decode_mig_allocations(claim.mig_reservations)
-    return decode_granted(claim.allocated, reservations, vendor.allocated_annotation)
 
 
 def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None]]:
