@@ -8,8 +8,9 @@ believed only when
 - once the pod is bound, `spec.nodeName` equals `hami.io/vgpu-node` (and, where the judge is a
   node's device plugin, both name that node);
 - with signing on, `vgpu.io/grant-signature` verifies for exactly this pod's uid, node,
-  `hami.io/vgpu-time`, device list and MIG reservations; with signing off (HAMi's scheduler
-  does not sign), the pod names one of the trusted schedulers.
+  `hami.io/vgpu-time`, device list and MIG reservations (or, while taking over from HAMi, the
+  pod names HAMi's scheduler); with signing off (HAMi's scheduler does not sign), the pod names
+  one of the trusted schedulers.
 
 This decides what the device plugin serves and what a pending pod may claim. It never decides
 that a bound pod's cards are free: what a running pod holds is counted from the record of what
@@ -48,9 +49,14 @@ class Verifier(Protocol):
 @dataclass(frozen=True, slots=True)
 class Signatures:
     """Signing on: a grant is believed when its signature verifies with `verifier`; None
-    means no key ring is loaded yet, so nothing can be believed."""
+    means no key ring is loaded yet, so nothing can be believed.
+
+    `unsigned_from`: schedulers whose grants are believed without a signature, for taking a
+    cluster over from HAMi (whose scheduler does not sign) while it still places pods.
+    """
 
     verifier: Verifier | None
+    unsigned_from: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +126,8 @@ def _origin_problem(pod: Pod, claim: GrantClaim, rule: Signatures | NamedSchedul
             f"the pod names scheduler {pod.scheduler_name!r}, not one of the trusted "
             f"schedulers ({', '.join(sorted(rule.names))})"
         )
+    if pod.scheduler_name and pod.scheduler_name in rule.unsigned_from:
+        return ""
     if rule.verifier is None:
         return "no grant signing key is loaded yet"
     signature = pod.annotations.get(GRANT_SIGNATURE_ANNOTATION)

@@ -95,6 +95,21 @@ def test_with_signing_off_the_named_scheduler_decides() -> None:
     )
 
 
+def test_taking_over_from_hami_believes_unsigned_grants_of_hamis_scheduler_only() -> None:
+    takeover = Signatures(RING, unsigned_from=frozenset({"hami-scheduler"}))
+    hami = Pod(
+        "default",
+        "p",
+        uid="u1",
+        annotations=pod().annotations,
+        node_name="n1",
+        scheduler_name="hami-scheduler",
+    )
+
+    assert judge_grant(hami, NVIDIA, takeover).trusted
+    assert "has no vgpu.io/grant-signature" in judge_grant(pod(), NVIDIA, takeover).problem
+
+
 def test_a_pod_without_a_grant_claims_nothing() -> None:
     verdict = judge_grant(Pod("default", "p"), NVIDIA, Signatures(RING))
 
