@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_origin
 
 import yaml
-from pydantic import AfterValidator, BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from vgpu.app.errors import ConfigError, Location, explain
@@ -44,6 +44,17 @@ ResourceName = Annotated[str, AfterValidator(_extended_resource_name)]
 
 VendorWord = Annotated[str, Field(min_length=1, pattern=r"^[^,:;]+$")]
 """The vendor word written into grants (`NVIDIA`): no separator of the annotation formats."""
+
+
+class Takeover(BaseModel):
+    """Taking a running cluster over from HAMi (docs/migrate-from-hami.md). With `from_hami`,
+    grants that HAMi's scheduler (`hami_scheduler_names`) writes, unsigned, are believed as if
+    signed: the scheduler counts its pending pods and the device plugin serves them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    from_hami: bool = False
+    hami_scheduler_names: tuple[str, ...] = ("hami-scheduler",)
 
 
 def load_settings(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
-from vgpu.app.settings import ResourceName, VendorWord, load_settings
+from vgpu.app.settings import ResourceName, Takeover, VendorWord, load_settings
 from vgpu.domain.mig_allowlist import AllowlistError, MigAllowlistEntry, check_allowlist
 
 __all__ = [
@@ -100,6 +100,9 @@ class DevicePluginConfig(NodeAgentSettings):
     lock_dir: str = "/tmp/vgpulock"
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     signing: Signing = Field(default_factory=Signing)
+    takeover: Takeover = Field(default_factory=Takeover)
+    # what the plugin served, kept across restarts where tenants cannot write (a host path)
+    state_dir: Path = Path("/var/lib/vgpu")
     settle: float = Field(2.0, ge=0, le=30)
     # HAMi's nvidia.migProfileAllowlist; None: every profile NVML offers, under NVML's names
     mig_profile_allowlist: tuple[MigAllowlistItem, ...] | None = None

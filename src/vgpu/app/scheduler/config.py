@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.scheduler.certs import WebhookCertsConfig
-from vgpu.app.settings import ResourceName, VendorWord, load_settings
+from vgpu.app.settings import ResourceName, Takeover, VendorWord, load_settings
 from vgpu.domain import (
     AdmissionConfig,
     PodPolicies,
@@ -181,6 +181,7 @@ class SchedulerConfig(_Model):
     legacy_metrics: bool = False  # HAMi's pre-v2.9 metric names too, as --legacy-metrics
     # grant integrity (issue 8)
     signing: Signing = Field(default_factory=Signing)
+    takeover: Takeover = Field(default_factory=Takeover)
     api_request_timeout: float = Field(default=30.0, gt=0)
     # node handshake (issue 12): whose rules judge a node's device plugin alive, and how often
     hami_version: HamiVersion = HamiVersion.V2_10
