@@ -135,6 +135,19 @@ def test_container_garbage_inside_the_pod_is_an_error_not_a_crash(
     assert w.state.ledger.pods() == []
 
 
+def test_a_huge_number_in_the_scoring_weights_is_refused_naming_the_annotation(
+    extender: TestClient, w: World
+) -> None:
+    weights = f"slot={'9' * 256000},core=1,memory=1"
+    pod = manifest("p", gpu=1, annotations={"hami.io/device-scoring-weights": weights})
+    w.add_pod(pod)
+    error = extender.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()["Error"]
+    assert "annotation hami.io/device-scoring-weights: item #0" in error
+    assert "slot='99" in error and "characters) is not a whole number" in error
+    assert len(error) < 500 and "internal error" not in error
+    assert w.state.ledger.pods() == []
+
+
 def test_bodies_over_one_mib_are_refused(extender: TestClient, w: World) -> None:
     pod = manifest("p", gpu=1, annotations={"padding": "x" * (1 << 20)})
     reply = extender.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()
