@@ -100,6 +100,19 @@ def test_listener_defaults_keep_the_extender_on_loopback() -> None:
     assert (config.extender.address, config.extender.port) == ("127.0.0.1", 8888)
     assert not config.extender.mutual_tls
     assert (config.metrics.address, config.metrics.port) == ("0.0.0.0", 9395)
+    assert (config.explain.address, config.explain.port) == ("127.0.0.1", 9396)
+    assert not config.explain.expose
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "10.0.0.7", "::", "scheduler.example"])
+def test_explain_off_loopback_is_refused_unless_exposed_on_purpose(address: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(env={"VGPU_EXPLAIN__ADDRESS": address})
+    message = str(raised.value)
+    assert f"explain.address {address!r} is not a loopback address" in message
+    assert "explain.expose: true" in message and "[from VGPU_EXPLAIN__ADDRESS]" in message
+    exposed = load_config(env={"VGPU_EXPLAIN__ADDRESS": address, "VGPU_EXPLAIN__EXPOSE": "true"})
+    assert (exposed.explain.address, exposed.explain.expose) == (address, True)
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "10.0.0.7", "::", "scheduler.example"])

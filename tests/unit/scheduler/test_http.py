@@ -473,7 +473,7 @@ def test_metrics_use_hami_names(extender: TestClient, scrape: TestClient, w: Wor
     [
         ("webhook", ["/filter", "/prioritize", "/bind", "/metrics"]),
         ("extender", ["/webhook", "/readyz", "/metrics"]),
-        ("scrape", ["/webhook", "/filter", "/bind", "/healthz", "/readyz"]),
+        ("scrape", ["/webhook", "/filter", "/bind", "/healthz", "/readyz", "/explain/a/b"]),
     ],
 )
 def test_a_listener_answers_404_for_the_routes_of_the_others(

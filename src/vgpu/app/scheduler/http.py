@@ -1,10 +1,11 @@
-"""The HTTP face of the scheduler, as three ASGI apps, one per listener.
+"""The HTTP face of the scheduler, as four ASGI apps, one per listener.
 
 - `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
 - `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
   preempter) for kube-scheduler, and `/healthz`.
-- `metrics_app`: `GET /metrics` for Prometheus, and (given a store) `GET /explain/<ns>/<name>`:
-  the scheduler's last decision on a pod, explained (read-only).
+- `metrics_app`: `GET /metrics` for Prometheus.
+- `explain_app`: `GET /explain/<ns>/<name>`: the scheduler's last decision on a pod, explained
+  (read-only; it tells any namespace's requests and cards, so its listener is loopback).
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
@@ -210,9 +211,8 @@ def _preempt_route(
         return _json(preempt_reply(result))
 
 
-def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
-    """`GET /metrics`, and `GET /explain/<namespace>/<name>` with a store. Both do their work
-    on a thread: rendering reads the state under its lock, explaining searches for changes."""
+def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
+    """`GET /metrics`, rendered on a thread (it reads the state under its lock)."""
     app, pool = _app("metrics", 1)
 
     @app.get("/metrics")
@@ -220,12 +220,13 @@ def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None
         text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
-    if explanations is not None:
-        _explain_route(app, explanations, pool)
     return app
 
 
-def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
+def explain_app(store: ExplanationStore) -> FastAPI:
+    """`GET /explain/<namespace>/<name>`, worked out on a thread (it searches for changes)."""
+    app, pool = _app("explain", 1)
+
     @app.get("/explain/{namespace}/{name}")
     async def explain(namespace: str, name: str) -> Response:
         loop = asyncio.get_running_loop()
@@ -234,6 +235,8 @@ def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecut
             why = f"no scheduling decision on pod {namespace}/{name} is remembered"
             return _json({"error": why}, status_code=404)
         return _json(found.to_dict())
+
+    return app
 
 
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
