@@ -28,7 +28,7 @@ def test_the_module_examples_hold() -> None:
     assert doctest.testmod(module).failed == 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.text(max_size=40),
     st.sampled_from([V1, V1BETA1]),
