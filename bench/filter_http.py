@@ -126,6 +126,8 @@ def start(path: Path, port: int, extender_port: int, combined: bool) -> subproce
         f"127.0.0.1:{extender_port}",
         "--metrics-listen",
         f"127.0.0.1:{free_port()}",
+        "--explain-listen",
+        f"127.0.0.1:{free_port()}",
     ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 300

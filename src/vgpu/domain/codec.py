@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vgpu.domain.device import HAMI_CORE_MODE, Device
-from vgpu.domain.errors import CodecError
+from vgpu.domain.errors import CodecError, brief
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants
+from vgpu.domain.hostile_text import read_json, whole_number
 from vgpu.domain.mig import MigPlacement, MigProfile
 from vgpu.domain.mig_allocations import MigReservation
 from vgpu.domain.vendor import NVIDIA
@@ -83,7 +84,7 @@ def _check_card_id(uuid: str, annotation: str, where: str) -> None:
     bad = next((c for c in uuid if c in _ID_SEPARATORS or c.isspace() or not c.isprintable()), "")
     if bad:
         raise CodecError(
-            annotation, where, f"card id {uuid!r} contains {bad!r}, which ids may not hold"
+            annotation, where, f"card id {brief(uuid)} contains {bad!r}, which ids may not hold"
         )
 
 
@@ -100,10 +101,7 @@ def _refuse_repeated_ids(uuids: Sequence[str], annotation: str, what: str) -> No
 
 
 def _decode_json_devices(text: str, annotation: str) -> list[Device]:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CodecError(annotation, f"character {exc.pos}", f"invalid JSON ({exc.msg})") from exc
+    raw = read_json(text, annotation)
     if not isinstance(raw, list):
         raise CodecError(annotation, "top level", "expected a JSON array of devices")
     return [_device_from_json(item, i, annotation) for i, item in enumerate(raw)]
@@ -231,12 +229,9 @@ def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
 
 def _csv_int(text: str, name: str, annotation: str, where: str, low: int = 0) -> int:
     try:
-        value = int(text)
+        return whole_number(text, low, _INT32[1])
     except ValueError as exc:
-        raise CodecError(annotation, where, f"{name}={text!r} is not a number") from exc
-    if not low <= value <= _INT32[1]:
-        raise CodecError(annotation, where, f"{name}={text!r} is out of range")
-    return value
+        raise CodecError(annotation, where, f"{name}={brief(text)} {exc}") from None
 
 
 def encode_pod_grants(grants: PodGrants) -> str:
@@ -279,10 +274,12 @@ def _decode_container(
         where = f"container #{container}, card #{position}"
         fields = entry.split(",")
         if len(fields) != 4:
-            raise CodecError(annotation, where, f"expected UUID,VENDOR,MEM,CORES, got {entry!r}")
+            raise CodecError(
+                annotation, where, f"expected UUID,VENDOR,MEM,CORES, got {brief(entry)}"
+            )
         uuid, vendor, memory, cores = fields
         if not vendor:
-            raise CodecError(annotation, where, f"empty vendor in {entry!r}")
+            raise CodecError(annotation, where, f"empty vendor in {brief(entry)}")
         _check_card_id(uuid, annotation, where)
         grants.append(
             DeviceGrant(  # interned: every grant on a card names the same card and vendor

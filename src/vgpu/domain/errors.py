@@ -12,7 +12,7 @@ class RequestError(DomainError):
         self.container = container
         self.resource = resource
         self.value = value
-        super().__init__(f"container {container!r}: {resource}={_brief(value)} {problem}")
+        super().__init__(f"container {container!r}: {resource}={brief(value)} {problem}")
 
 
 class CodecError(DomainError):
@@ -32,7 +32,7 @@ class LedgerError(DomainError):
     """A ledger change that would over-commit a card or names something unknown."""
 
 
-def _brief(value: object, limit: int = 80) -> str:
+def brief(value: object, limit: int = 80) -> str:
     """`repr(value)`, cut short so a hostile 5000-character value cannot flood a message."""
     shown = repr(value)
     if len(shown) <= limit:

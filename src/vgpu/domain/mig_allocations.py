@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vgpu.domain.errors import CodecError
+from vgpu.domain.errors import CodecError, brief
+from vgpu.domain.hostile_text import read_json
 from vgpu.domain.mig import MigPlacement
 
 MIG_ALLOCATIONS_ANNOTATION = "hami.io/vgpu-mig-allocations"
@@ -83,10 +84,7 @@ def decode_mig_allocations(
         return ()
     if len(text) > _MAX_TEXT:
         raise CodecError(annotation, "whole value", f"{len(text)} characters is too long")
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise CodecError(annotation, "whole value", f"not JSON ({exc})") from exc
+    raw = read_json(text, annotation)
     if not isinstance(raw, list):
         raise CodecError(annotation, "whole value", "not a JSON array")
     reservations = tuple(
@@ -107,10 +105,10 @@ def decode_mig_allocations(
 
 def _reservation(item: Any, where: str, annotation: str) -> MigReservation:
     if not isinstance(item, dict):
-        raise CodecError(annotation, where, f"expected an object, got {item!r}")
+        raise CodecError(annotation, where, f"expected an object, got {brief(item)}")
     placement = item.get("placement")
     if not isinstance(placement, dict):
-        raise CodecError(annotation, where, f"placement={placement!r} is not an object")
+        raise CodecError(annotation, where, f"placement={brief(placement)} is not an object")
     size = _number(placement, "size", where, annotation)
     if size < 1:
         raise CodecError(annotation, where, "placement size is 0")
@@ -149,12 +147,12 @@ def _reservation(item: Any, where: str, annotation: str) -> MigReservation:
 def _number(item: dict[str, Any], key: str, where: str, annotation: str) -> int:
     value = item.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UINT32:
-        raise CodecError(annotation, where, f"{key}={value!r} is not a number in 0..{_UINT32}")
+        raise CodecError(annotation, where, f"{key}={brief(value)} is not a number in 0..{_UINT32}")
     return value
 
 
 def _text(item: dict[str, Any], key: str, where: str, annotation: str) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value or len(value) > 256:
-        raise CodecError(annotation, where, f"{key}={value!r} is not a non-empty name")
+        raise CodecError(annotation, where, f"{key}={brief(value)} is not a non-empty name")
     return value

@@ -12,16 +12,14 @@ ScoringWeights(slot=1, core=1, memory=3)
 ScoringWeights(slot=1, core=1, memory=1)
 """
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vgpu.domain.errors import CodecError
+from vgpu.domain.errors import CodecError, brief
+from vgpu.domain.hostile_text import INT64, whole_number
 
 SCORING_WEIGHTS_ANNOTATION = "hami.io/device-scoring-weights"
 _KEYS = ("slot", "core", "memory")
-_INT64_MAX = 2**63 - 1
-_DECIMAL = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.ParseInt(s, 10, 64) accepts
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,22 +56,23 @@ def parse_scoring_weights(value: str) -> ScoringWeights:
     if len(items) != len(_KEYS):
         raise fail(
             "whole value",
-            f"{value!r} has {len(items)} item(s); expected exactly slot=<int>,core=<int>,"
+            f"{brief(value)} has {len(items)} item(s); expected exactly slot=<int>,core=<int>,"
             "memory=<int>",
         )
     found: dict[str, int] = {}
     for position, item in enumerate(items):
         key, equals, text = (part.strip() for part in item.partition("="))
-        where = f"item #{position} ({item.strip()!r})"
+        where = f"item #{position} ({brief(item.strip())})"
         if not equals:
             raise fail(where, "expected key=value")
         if key not in _KEYS:
-            raise fail(where, f"unknown key {key!r}; the keys are slot, core and memory")
+            raise fail(where, f"unknown key {brief(key)}; the keys are slot, core and memory")
         if key in found:
             raise fail(where, f"{key} is given twice")
-        if not _DECIMAL.fullmatch(text) or abs(int(text)) > _INT64_MAX:
-            raise fail(where, f"{key}={text!r} is not a whole number")
-        number = int(text)
+        try:
+            number = whole_number(text, *INT64)
+        except ValueError:
+            raise fail(where, f"{key}={brief(text)} is not a whole number") from None
         if number < 0:
             raise fail(where, f"{key}={number} is negative; weights are 0 or more")
         found[key] = number

@@ -20,6 +20,7 @@ from itertools import combinations
 from typing import Any
 
 from vgpu.domain.errors import CodecError
+from vgpu.domain.hostile_text import read_json
 
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
 NVLINK_POINTS = 100
@@ -91,12 +92,7 @@ def encode_pair_scores(scores: PairScores) -> str:
 
 def decode_pair_scores(text: str) -> dict[str, dict[str, int]]:
     """The scores in a `hami.io/node-nvidia-score` value; CodecError naming the entry at fault."""
-    try:
-        raw: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CodecError(
-            SCORE_ANNOTATION, f"character {exc.pos}", f"invalid JSON ({exc.msg})"
-        ) from None
+    raw: Any = read_json(text, SCORE_ANNOTATION)
     if not isinstance(raw, list):
         raise CodecError(SCORE_ANNOTATION, "top level", "expected a JSON array of GPUs")
     scores: dict[str, dict[str, int]] = {}

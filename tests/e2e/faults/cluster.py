@@ -49,8 +49,8 @@ def pods_path(namespace: str = "default") -> str:
 class Scheduler(SchedulerProcess):
     """A scheduler process that can also be killed with SIGKILL and asked with short timeouts.
 
-    The harness gives every process free ports for its three listeners (webhook and health,
-    extender verbs, metrics), so replicas never collide.
+    The harness gives every process free ports for its four listeners (webhook and health,
+    extender verbs, metrics, explain), so replicas never collide.
     """
 
     def kill(self) -> None:

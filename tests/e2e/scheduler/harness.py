@@ -79,6 +79,7 @@ class SchedulerProcess:
         self.port = free_port()
         self.extender_port = free_port()
         self.metrics_port = free_port()
+        self.explain_port = free_port()
         self.tls = bool(tls)
         pair, root = (
             tls
@@ -95,6 +96,8 @@ class SchedulerProcess:
             f"127.0.0.1:{self.extender_port}",
             "--metrics-listen",
             f"127.0.0.1:{self.metrics_port}",
+            "--explain-listen",
+            f"127.0.0.1:{self.explain_port}",
         ]
         if tls:
             self._args += ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key)]
@@ -117,6 +120,9 @@ class SchedulerProcess:
             verify=extender_tls.context() if extender_tls else True,
         )
         self.scrape = httpx.Client(base_url=f"http://127.0.0.1:{self.metrics_port}", timeout=30.0)
+        self.explainer = httpx.Client(
+            base_url=f"http://127.0.0.1:{self.explain_port}", timeout=30.0
+        )
 
     def start(self, ready: bool = True) -> "SchedulerProcess":
         log = self.log_path.open("ab")
@@ -163,7 +169,7 @@ class SchedulerProcess:
         return code
 
     def close(self) -> None:
-        for client in (self.client, self.extender, self.scrape):
+        for client in (self.client, self.extender, self.scrape, self.explainer):
             client.close()  # idle keep-alive connections would hold up a graceful shutdown
         self.stop()
 

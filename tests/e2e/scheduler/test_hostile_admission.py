@@ -4,11 +4,13 @@ The test plays kube-apiserver: it sends the pod to `/webhook`, stores what the p
 binds it as the default scheduler would; the real `vgpu scheduler` must not count the forgery.
 """
 
+import json
 from pathlib import Path
 
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
 from tests.e2e.scheduler.conftest import Launch
-from tests.e2e.scheduler.harness import wait_until
+from tests.e2e.scheduler.harness import admission_review, wait_until
+from tests.e2e.scheduler.test_fake_cluster import write_cluster
 from tests.e2e.scheduler.test_kubernetes import A40, A40_REGISTER, NODES, pods, start
 
 WHOLE_CARD = f"{A40[0]},NVIDIA,46068,100:;"
@@ -63,3 +65,21 @@ def test_a_hostile_quantity_is_denied_and_the_scheduler_keeps_serving(
         assert response["status"]["code"] == 403
         assert "container 'main': nvidia.com/gpumem=" in response["status"]["message"]
     assert scheduler.alive()
+
+
+def test_an_unreadable_review_is_denied_with_its_uid_over_a_real_socket(
+    launch: Launch, tmp_path: Path
+) -> None:
+    """kube-apiserver takes a reply without its uid as a failed call; a 5000-digit number or a
+    body over the limit must still be answered as this review's denial."""
+    scheduler = launch("--fake-cluster", write_cluster(tmp_path))
+    review = admission_review(pod_manifest("default", "p"), "admission.k8s.io/v1")
+    text = json.dumps(review).replace('"dryRun": false', '"dryRun": ' + "9" * 5000)
+    oversize = json.dumps({**review, "pad": "x" * (3 << 20)})
+    for body, says in ((text, "number too large"), (oversize, "over the 1048576 byte limit")):
+        reply = scheduler.client.post("/webhook", content=body).json()
+        answer = reply["response"]
+        assert (answer["uid"], answer["allowed"]) == (review["request"]["uid"], False)
+        assert says in answer["status"]["message"]
+    assert f"review {review['request']['uid']} denied" in scheduler.logs()
+    assert scheduler.review(pod_manifest("default", "q"))["allowed"] is True  # still serving

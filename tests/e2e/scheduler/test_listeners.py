@@ -35,6 +35,11 @@ def test_each_port_serves_only_its_own_routes(tmp_path: Path, launch: Launch) ->
     assert scrape.get("/healthz").status_code == 404
     assert "hami_scheduler_is_leader 1.0" in scrape.get("/metrics").text
     assert extender.post("/filter", json=filter_args("p")).json()["NodeNames"] == ["node1"]
+    # the last decision on a pod tells its requests and cards: on the loopback listener only
+    assert scrape.get("/explain/default/p").status_code == 404
+    explained = scheduler.explainer.get("/explain/default/p").json()
+    assert explained["pod"] == "default/p" and explained["placement"]["node"] == "node1"
+    assert scheduler.explainer.get("/metrics").status_code == 404
 
 
 def test_a_taken_port_exits_2_naming_the_listener(
@@ -60,7 +65,12 @@ def test_sigterm_stops_every_listener_and_runs_shutdown_once(
     scheduler.close()
     assert not scheduler.alive()
     assert scheduler.logs().count("scheduler stopped") == 1
-    for port in (scheduler.port, scheduler.extender_port, scheduler.metrics_port):
+    for port in (
+        scheduler.port,
+        scheduler.extender_port,
+        scheduler.metrics_port,
+        scheduler.explain_port,
+    ):
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
 

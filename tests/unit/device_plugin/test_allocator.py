@@ -157,7 +157,7 @@ def test_a_malformed_grant_annotation_fails_the_pod_with_the_codec_error(tmp_pat
     w = world(tmp_path)
     w.put(scheduled_pod(f"{UUID_A},NVIDIA,lots,0:;"))
 
-    with pytest.raises(DevicePluginError, match="memory='lots' is not a number"):
+    with pytest.raises(DevicePluginError, match="memory='lots' is not a whole number"):
         w.allocator.allocate([[f"{UUID_A}-0"]])
     assert w.pod().annotations["hami.io/bind-phase"] == "failed"
     assert w.lock_value() is None

@@ -39,7 +39,7 @@ def test_empty_mig_uuid_and_null_ids_count_as_no_runtime_identity() -> None:
 @pytest.mark.parametrize(
     ("text", "names"),
     [
-        ("{", "not JSON"),
+        ("{", "invalid JSON"),
         ('{"a":1}', "not a JSON array"),
         ("[1]", "expected an object"),
         (REALIZED.replace('"gpuUUID":"GPU-x"', '"gpuUUID":""'), "gpuUUID"),

@@ -247,7 +247,7 @@ def test_a_rebuild_reads_the_instances_back_from_the_pods() -> None:
         (_reservation(uuid="GPU-other"), "gpuUUID GPU-other is not the granted card GPU-mig"),
         (_reservation(container=1), "container 1 device 0 has no grant"),
         (_reservation(start=70), "past any GPU"),
-        ("[{", "not JSON"),
+        ("[{", "invalid JSON"),
     ],
 )
 def test_reservations_that_disagree_with_the_device_list_are_not_counted(

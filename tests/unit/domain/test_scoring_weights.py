@@ -47,6 +47,22 @@ def test_invalid_weights_are_refused_with_the_item_and_reason(text: str, words: 
     assert words in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"slot={'9' * 256000},core=0,memory=1",
+        f"slot=-{'9' * 5000},core=0,memory=1",
+        f"slot=1,core=1,{'x' * 256000}=1",
+        "slot=1," * 50000,
+    ],
+    ids=["huge-number", "huge-negative", "huge-key", "many-items"],
+)
+def test_a_huge_value_is_refused_briefly_naming_the_annotation(text: str) -> None:
+    with pytest.raises(CodecError, match=SCORING_WEIGHTS_ANNOTATION) as caught:
+        parse_scoring_weights(text)
+    assert len(str(caught.value)) < 400  # the value is cut short, not echoed
+
+
 def test_a_pod_without_the_annotation_gets_weights_of_one() -> None:
     assert weights_from_annotations({"other": "x"}) == ScoringWeights(1, 1, 1)
 

@@ -111,3 +111,19 @@ def test_a_bad_gpu_quantity_names_the_field(
         capsys, "-f", str(bad), "--fake-cluster", str(CASES / "type-cluster.yaml")
     )
     assert code == 2 and "nvidia.com/gpumem" in err and "lots" in err
+
+
+def test_a_huge_scoring_weight_names_the_annotation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    weights = f"slot={'9' * 256000},core=1,memory=1"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        f"metadata: {{name: bad, annotations: {{hami.io/device-scoring-weights: '{weights}'}}}}\n"
+        "spec: {containers: [{name: main, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    )
+    code, _, err = explain(
+        capsys, "-f", str(bad), "--fake-cluster", str(CASES / "type-cluster.yaml")
+    )
+    assert code == 2 and "annotation hami.io/device-scoring-weights: item #0" in err
+    assert len(err) < 500

@@ -1,4 +1,4 @@
-"""The scheduler's last decision per pod, and `GET /explain/<ns>/<name>` on the metrics app."""
+"""The scheduler's last decision per pod, and `GET /explain/<ns>/<name>` on its own app."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -7,10 +7,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.unit.domain.builders import card, container, pod
-from tests.unit.scheduler.builders import a40_node, world
 from vgpu.app.explain.store import ExplanationStore
-from vgpu.app.scheduler.http import metrics_app
-from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.http import explain_app
 from vgpu.domain import NodeRejection, NodeView, SchedulingConfig, Usage, plan_pod
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.quota import UNLIMITED
@@ -83,13 +81,10 @@ def test_capacity_must_be_positive() -> None:
         ExplanationStore(snapshot, capacity=0)
 
 
-def test_the_metrics_app_serves_explanations_read_only() -> None:
-    w = world(a40_node("node1"))
+def test_the_explain_app_serves_explanations_read_only() -> None:
     store = ExplanationStore(snapshot)
     record(store, "big", 8000)
-    client = TestClient(
-        metrics_app(SchedulerMetrics(w.state, w.config.vendor(), lambda: True), store)
-    )
+    client = TestClient(explain_app(store))
     answer: Any = client.get("/explain/default/big").json()
     assert answer["pod"] == "default/big" and answer["fits"] is False
     assert answer["suggestions"][0]["change"] == "memory"

@@ -56,7 +56,7 @@ def test_only_realized_entries_count_and_containers_count_init_first() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("not json", "not JSON"),
+        ("not json", "invalid JSON"),
         ('{"a": 1}', "not a JSON array"),
         (json.dumps([{**REALIZED, "containerIndex": 5}]), "containerIndex 5 names no container"),
         (json.dumps([{**REALIZED, "gpuInstanceID": "9"}]), "gpuInstanceID='9' is not a number"),

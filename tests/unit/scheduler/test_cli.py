@@ -20,11 +20,12 @@ def test_help_lists_the_flags_and_endpoints(capsys: pytest.CaptureFixture[str]) 
         "--listen",
         "--extender-listen",
         "--metrics-listen",
+        "--explain-listen",
         "--fake-cluster",
         "--kubeconfig",
     ]:
         assert flag in text
-    for route in ["/webhook", "/filter", "/prioritize", "/bind", "/readyz", "/metrics"]:
+    for route in ["/webhook", "/filter", "/prioritize", "/bind", "/readyz", "/metrics", "/explain"]:
         assert route in text
     assert "VGPU_" in text
 
@@ -63,6 +64,15 @@ def test_an_exposed_plain_extender_exits_2(capsys: pytest.CaptureFixture[str]) -
     assert main(["scheduler", "--extender-listen", "0.0.0.0:8888", "--fake-cluster", "x"]) == 2
     err = capsys.readouterr().err
     assert "extender.address '0.0.0.0' is not a loopback address" in err
+    assert "[from command line]" in err
+
+
+def test_an_exposed_explain_listener_exits_2_unless_asked_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["scheduler", "--explain-listen", "0.0.0.0:9396", "--fake-cluster", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "explain.address '0.0.0.0' is not a loopback address" in err
     assert "[from command line]" in err
 
 

@@ -100,15 +100,29 @@ def test_listener_defaults_keep_the_extender_on_loopback() -> None:
     assert (config.extender.address, config.extender.port) == ("127.0.0.1", 8888)
     assert not config.extender.mutual_tls
     assert (config.metrics.address, config.metrics.port) == ("0.0.0.0", 9395)
+    assert (config.explain.address, config.explain.port) == ("127.0.0.1", 9396)
+    assert not config.explain.expose
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "10.0.0.7", "::", "scheduler.example"])
-def test_a_plain_extender_off_loopback_is_refused_naming_the_field(address: str) -> None:
+@pytest.mark.parametrize(
+    ("listener", "remedy"),
+    [("extender", "extender.client_ca"), ("explain", "explain.expose: true")],
+)
+def test_a_plain_listener_off_loopback_is_refused_naming_the_field(
+    address: str, listener: str, remedy: str
+) -> None:
+    variable = f"VGPU_{listener.upper()}__ADDRESS"
     with pytest.raises(ConfigError) as raised:
-        load_config(env={"VGPU_EXTENDER__ADDRESS": address})
+        load_config(env={variable: address})
     message = str(raised.value)
-    assert f"extender.address {address!r} is not a loopback address" in message
-    assert "extender.client_ca" in message and "VGPU_EXTENDER__ADDRESS" in message
+    assert f"{listener}.address {address!r} is not a loopback address" in message
+    assert remedy in message and f"[from {variable}]" in message
+
+
+def test_explain_is_served_off_loopback_only_when_exposed_on_purpose() -> None:
+    exposed = load_config(env={"VGPU_EXPLAIN__ADDRESS": "0.0.0.0", "VGPU_EXPLAIN__EXPOSE": "true"})
+    assert (exposed.explain.address, exposed.explain.expose) == ("0.0.0.0", True)
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "127.1.2.3", "::1", "localhost"])

@@ -13,7 +13,12 @@ from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.fake.webhook_tls import FakeWebhookTLS
 from vgpu.app.scheduler.certs import WebhookCertsConfig
-from vgpu.app.scheduler.config import ExtenderListener, MetricsListener, SchedulerConfig
+from vgpu.app.scheduler.config import (
+    ExplainListener,
+    ExtenderListener,
+    MetricsListener,
+    SchedulerConfig,
+)
 from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
 from vgpu.domain import pod_from_manifest
 
@@ -48,6 +53,7 @@ def test_the_listeners_follow_the_config(tmp_path: Path) -> None:
         listen_port=8443,
         extender=ExtenderListener(port=9999),
         metrics=MetricsListener(address="127.0.0.2", port=9000),
+        explain=ExplainListener(port=9001),
     )
     container = SchedulerContainer(config=config, fake_cluster_file=path)
     listeners = {x.name: (x.address, x.port, x.tls) for x in container.listeners()}
@@ -55,7 +61,27 @@ def test_the_listeners_follow_the_config(tmp_path: Path) -> None:
         "webhook": ("127.0.0.1", 8443, None),
         "extender": ("127.0.0.1", 9999, None),
         "metrics": ("127.0.0.2", 9000, None),
+        "explain": ("127.0.0.1", 9001, None),
     }
+
+
+def test_explanations_are_served_on_the_loopback_listener_only(tmp_path: Path) -> None:
+    """They tell any namespace's requests, card UUIDs and free memory: never on the metrics
+    port, which is open to the network for Prometheus."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text("nodes: [{name: n1, gpus: [{uuid: GPU-a, type: NVIDIA L4, memory: 24000}]}]")
+    container = SchedulerContainer(config=SchedulerConfig(), fake_cluster_file=path)
+    container.runtime().sync_now()
+    args = {"Pod": manifest("big", gpu=1, gpumem=90000), "Nodes": None, "NodeNames": ["n1"]}
+    assert TestClient(container.extender_app()).post("/filter", json=args).json()["Error"] == ""
+    apps = {x.name: (x.address, x.app) for x in container.listeners()}
+    scrape, explain = TestClient(apps["metrics"][1]), TestClient(apps["explain"][1])
+    assert apps["explain"][0] == "127.0.0.1" and apps["metrics"][0] == "0.0.0.0"
+    assert scrape.get("/explain/default/big").status_code == 404
+    assert "hami_scheduler_is_leader" in scrape.get("/metrics").text
+    answer = explain.get("/explain/default/big").json()
+    assert answer["pod"] == "default/big" and answer["fits"] is False
+    assert explain.get("/metrics").status_code == 404
 
 
 def test_embedders_can_swap_the_cluster_backend() -> None:

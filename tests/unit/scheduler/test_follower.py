@@ -80,6 +80,26 @@ def test_a_malformed_grant_annotation_is_logged_and_the_pod_ignored(
     assert "'lots'" in caplog.text
 
 
+def test_an_unbound_grant_with_an_unreadable_time_is_reserved_from_now() -> None:
+    """`hami.io/vgpu-time` too long for a float must not leave the grant held but never
+    reserved (it would then never expire)."""
+    w = world(a40_node("node1"))
+    body = manifest(
+        "waiting",
+        annotations={
+            "hami.io/vgpu-node": "node1",
+            "hami.io/vgpu-devices-allocated": f"{A40_UUIDS[0]},NVIDIA,1000,0:;",
+            "hami.io/vgpu-time": "9" * 400,
+        },
+        gpu=1,
+        gpumem=1000,
+    )
+    w.add_pod(signed(body))
+    reservation = w.state.reservation("default/waiting")
+    assert reservation is not None and reservation.node == "node1"
+    assert w.usage("node1", A40_UUIDS[0]).memory == 1000
+
+
 def test_a_grant_on_a_card_the_node_does_not_have_is_kept_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

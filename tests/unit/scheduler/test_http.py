@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.unit.scheduler.builders import World, a40_node, manifest, world
@@ -132,6 +134,19 @@ def test_container_garbage_inside_the_pod_is_an_error_not_a_crash(
     weird["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = [1]
     reply = extender.post("/filter", json={"Pod": weird, "NodeNames": ["node1"]}).json()
     assert reply["Error"]
+    assert w.state.ledger.pods() == []
+
+
+def test_a_huge_number_in_the_scoring_weights_is_refused_naming_the_annotation(
+    extender: TestClient, w: World
+) -> None:
+    weights = f"slot={'9' * 256000},core=1,memory=1"
+    pod = manifest("p", gpu=1, annotations={"hami.io/device-scoring-weights": weights})
+    w.add_pod(pod)
+    error = extender.post("/filter", json={"Pod": pod, "NodeNames": ["node1"]}).json()["Error"]
+    assert "annotation hami.io/device-scoring-weights: item #0" in error
+    assert "slot='99" in error and "characters) is not a whole number" in error
+    assert len(error) < 500 and "internal error" not in error
     assert w.state.ledger.pods() == []
 
 
@@ -327,6 +342,58 @@ def test_webhook_echoes_the_uid_and_version_of_a_review_it_cannot_use(
     assert reply["response"]["status"]["code"] == 400
 
 
+def hostile(uid: str, version: str = "admission.k8s.io/v1") -> dict[str, bytes]:
+    """Reviews of one pod, each unreadable in its own way after `request.uid` (where the API
+    server writes it)."""
+    text = json.dumps(review(manifest("p", gpu=1), version, uid)).encode()
+
+    def last_field(replacement: bytes) -> bytes:
+        return text.replace(b'"dryRun": false', replacement)
+
+    return {
+        "5000-digit number": last_field(b'"dryRun": ' + b"9" * 5000),
+        "number past a double": last_field(b'"dryRun": 1e400'),
+        "nested too deeply": last_field(b'"x": ' + b"[" * 5000 + b"]" * 5000),
+        "over one MiB": last_field(b'"pad": "' + b"x" * (2 << 20) + b'"'),
+        "cut short": text.partition(b'"kind": {')[0],  # up to the request's kind
+        "not UTF-8 later": last_field(b'"x": "\xff"'),
+        "wrong type later": last_field(b'"dryRun": "yes"'),
+        "garbage after": text + b"}}}",
+    }
+
+
+@pytest.mark.parametrize("case", sorted(hostile("u")))
+@pytest.mark.parametrize("version", ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"])
+def test_webhook_denies_an_unreadable_review_echoing_its_uid_and_version(
+    webhook: TestClient, w: World, case: str, version: str
+) -> None:
+    response = webhook.post("/webhook", content=hostile("uid-42", version)[case])
+    assert response.status_code == 200
+    reply = response.json()
+    assert (reply["apiVersion"], reply["kind"]) == (version, "AdmissionReview")
+    answer = reply["response"]
+    assert (answer["uid"], answer["allowed"], answer["status"]["code"]) == ("uid-42", False, 400)
+    assert answer["status"]["message"].startswith("bad AdmissionReview: ")
+    assert len(answer["status"]["message"]) < 400 and "patch" not in answer
+    assert w.state.ledger.pods() == []
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_webhook_answers_any_body_with_a_well_formed_denial(
+    webhook: TestClient, body: bytes
+) -> None:
+    response = webhook.post("/webhook", content=body)
+    assert response.status_code == 200
+    reply = response.json()
+    assert reply["kind"] == "AdmissionReview" and reply["apiVersion"] == "admission.k8s.io/v1"
+    answer = reply["response"]
+    assert answer["allowed"] is False and answer["status"]["code"] == 400
+    assert isinstance(answer["uid"], str) and answer["status"]["message"]
+
+
 def test_webhook_allows_updates_and_other_kinds(webhook: TestClient) -> None:
     body = review(manifest("p", gpu=1))
     body["request"]["operation"] = "UPDATE"
@@ -406,7 +473,7 @@ def test_metrics_use_hami_names(extender: TestClient, scrape: TestClient, w: Wor
     [
         ("webhook", ["/filter", "/prioritize", "/bind", "/metrics"]),
         ("extender", ["/webhook", "/readyz", "/metrics"]),
-        ("scrape", ["/webhook", "/filter", "/bind", "/healthz", "/readyz"]),
+        ("scrape", ["/webhook", "/filter", "/bind", "/healthz", "/readyz", "/explain/a/b"]),
     ],
 )
 def test_a_listener_answers_404_for_the_routes_of_the_others(

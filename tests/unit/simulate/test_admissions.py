@@ -34,6 +34,14 @@ def test_a_denial_is_told_per_budget() -> None:
     assert isinstance(admissions.plan(1, unreadable.manifest, Budget(), SPREAD), str)
 
 
+def test_a_scenario_pod_with_a_huge_scoring_weight_is_not_created_and_says_why() -> None:
+    pod = arrival("a", 0, 60, gpu=1, gpumem=1000)
+    weights = f"slot={'9' * 256000},core=1,memory=1"
+    pod.manifest["metadata"]["annotations"] = {"hami.io/device-scoring-weights": weights}
+    why = Admissions().plan(0, pod.manifest, Budget(), SPREAD)
+    assert isinstance(why, str) and "annotation hami.io/device-scoring-weights" in why
+
+
 def test_runs_sharing_a_memo_end_as_runs_on_their_own() -> None:
     scenario = contended()
     shared = run_pairs(scenario, list(ALL_PAIRS), scenario.seed)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.errors import CodecError, DomainError
 from vgpu.domain.grant import ContainerGrant, PodGrants
+from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import (
@@ -129,6 +130,6 @@ def _lock_owner(cluster: ClusterPort, node: str) -> str | None:
 
 def _bind_time(pod: Pod) -> int:
     try:
-        return int(pod.annotations.get(BIND_TIME_ANNOTATION, ""))
+        return whole_number(pod.annotations.get(BIND_TIME_ANNOTATION, ""), *INT64)
     except ValueError:
         return 0

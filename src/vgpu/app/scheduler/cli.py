@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
 Run the GPU-sharing scheduler beside kube-scheduler, where HAMi's hami-scheduler runs.
-It serves three listeners:
+It serves four listeners:
 
   webhook (--listen, HTTPS with --tls-cert/--tls-key):
     POST /webhook     mutating admission webhook (AdmissionReview v1 and v1beta1): sends GPU
@@ -35,7 +35,10 @@ It serves three listeners:
     Off loopback it needs mutual TLS: extender.tls_cert, extender.tls_key, extender.client_ca.
   metrics (--metrics-listen, default 0.0.0.0:9395):
     GET  /metrics     Prometheus
-    GET  /explain/NAMESPACE/NAME   the last decision on a pod, explained (JSON)
+  explain (--explain-listen, default 127.0.0.1:9396; kubectl port-forward reaches it):
+    GET  /explain/NAMESPACE/NAME   the last decision on a pod, explained (JSON); it tells
+                      any namespace's requests and cards, so off loopback it needs
+                      explain.expose: true
 SIGHUP reads the webhook's certificate and key files again (new handshakes use them).
 """
 
@@ -75,6 +78,11 @@ def register(subparsers: Any) -> None:
         "--metrics-listen",
         metavar="HOST:PORT",
         help="Prometheus /metrics address (default 0.0.0.0:9395)",
+    )
+    parser.add_argument(
+        "--explain-listen",
+        metavar="HOST:PORT",
+        help="GET /explain address (default 127.0.0.1:9396; off loopback needs explain.expose)",
     )
     parser.add_argument(
         "--tls-cert",
@@ -153,6 +161,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         (args.listen, "listen_address", "listen_port"),
         (args.extender_listen, "extender.address", "extender.port"),
         (args.metrics_listen, "metrics.address", "metrics.port"),
+        (args.explain_listen, "explain.address", "explain.port"),
     ):
         if flag:
             overrides[address], overrides[port] = _host_port(flag)

@@ -32,6 +32,7 @@ from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 __all__ = [
     "ConfigError",
     "Defaults",
+    "ExplainListener",
     "ExtenderListener",
     "LeaderElection",
     "MetricsListener",
@@ -140,6 +141,29 @@ class MetricsListener(_Model):
     port: int = Field(default=9395, ge=0, le=65535)
 
 
+class ExplainListener(_Model):
+    """Where `GET /explain/<namespace>/<name>` is served: the scheduler's last decision on a
+    pod, which tells other namespaces' request sizes, card UUIDs and free memory, with no
+    authentication. So loopback only (in a pod, reached with `kubectl port-forward`, which the
+    API server authorises), unless `expose` says to serve it on another address anyway.
+    """
+
+    address: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=9396, ge=0, le=65535)
+    expose: bool = False
+
+    @model_validator(mode="after")
+    def _loopback_unless_exposed(self) -> Self:
+        if not self.expose and not is_loopback(self.address):
+            raise ValueError(
+                f"explain.address {self.address!r} is not a loopback address: /explain answers "
+                "anyone who reaches it with any namespace's pods, requests and cards; keep it "
+                "on 127.0.0.1 and use kubectl port-forward, or set explain.expose: true to "
+                "serve it there without authentication"
+            )
+        return self
+
+
 # grant integrity (issue 8) --------------------------------------------------------------------
 class Signing(_Model):
     """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
@@ -174,6 +198,7 @@ class SchedulerConfig(_Model):
     tls_key: Path | None = None
     extender: ExtenderListener = Field(default_factory=ExtenderListener)
     metrics: MetricsListener = Field(default_factory=MetricsListener)
+    explain: ExplainListener = Field(default_factory=ExplainListener)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     kubeconfig: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -165,15 +165,17 @@ def build_listeners(
     webhook: FastAPI,
     extender: FastAPI,
     metrics: FastAPI,
+    explain: FastAPI,
     webhook_tls: WebhookTls | None,
     extender_tls: ssl.SSLContext | None,
 ) -> list[Listener]:
-    e, m = config.extender, config.metrics
+    e, m, x = config.extender, config.metrics, config.explain
     webhook_context = webhook_tls.context if webhook_tls else None
     return [
         Listener("webhook", webhook, config.listen_address, config.listen_port, webhook_context),
         Listener("extender", extender, e.address, e.port, extender_tls),
         Listener("metrics", metrics, m.address, m.port),
+        Listener("explain", explain, x.address, x.port),
     ]
 
 
@@ -270,11 +272,19 @@ class SchedulerContainer(containers.DeclarativeContainer):
         preempter=preempter,
         state_lock=state.provided.locked_if_free,
     )
-    metrics_app = providers.Singleton(http.metrics_app, metrics, explanations)
+    metrics_app = providers.Singleton(http.metrics_app, metrics)
+    explain_app = providers.Singleton(http.explain_app, explanations)
     webhook_tls_setup = providers.Singleton(build_webhook_tls, config, backend.provider)
     webhook_tls = providers.Callable(lambda setup: setup.tls, webhook_tls_setup)
     extender_tls = providers.Singleton(build_extender_tls, config)
     listeners = providers.Singleton(
-        build_listeners, config, webhook_app, extender_app, metrics_app, webhook_tls, extender_tls
+        build_listeners,
+        config,
+        webhook_app,
+        extender_app,
+        metrics_app,
+        explain_app,
+        webhook_tls,
+        extender_tls,
     )
     lifetime = providers.Singleton(Lifetime, runtime, events, webhook_tls_setup.provided.certs)

@@ -24,6 +24,7 @@ from vgpu.domain import (
     Vendor,
     limits_from_hard,
 )
+from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 
@@ -182,8 +183,9 @@ class ClusterFollower:
                 log.info("pod %s: its grant is gone; its GPU slices are free again", pod.key)
 
     def _since(self, assigned: str) -> float:
+        """When the grant was written (`hami.io/vgpu-time`, unix seconds), else now."""
         try:
-            return float(int(assigned))
+            return float(whole_number(assigned, 0, INT64[1]))
         except ValueError:
             return self._clock()
 

@@ -1,10 +1,11 @@
-"""The HTTP face of the scheduler, as three ASGI apps, one per listener.
+"""The HTTP face of the scheduler, as four ASGI apps, one per listener.
 
 - `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
 - `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
   preempter) for kube-scheduler, and `/healthz`.
-- `metrics_app`: `GET /metrics` for Prometheus, and (given a store) `GET /explain/<ns>/<name>`:
-  the scheduler's last decision on a pod, explained (read-only).
+- `metrics_app`: `GET /metrics` for Prometheus.
+- `explain_app`: `GET /explain/<ns>/<name>`: the scheduler's last decision on a pod, explained
+  (read-only; it tells any namespace's requests and cards, so its listener is loopback).
 
 Every extender verb answers HTTP 200 with errors in the protocol's `Error` field, and the
 webhook answers an AdmissionReview for anything it is sent: a bad body becomes a message and a
@@ -34,6 +35,7 @@ from pydantic import BaseModel
 from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
+from vgpu.app.scheduler.review_identity import review_identity
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.app.scheduler.wire import (
     BODY_LIMIT,
@@ -49,7 +51,6 @@ from vgpu.app.scheduler.wire import (
     filter_reply,
     preempt_reply,
     prioritize_reply,
-    review_identity,
 )
 from vgpu.domain import AdmissionDecision
 
@@ -105,23 +106,21 @@ def webhook_app(
     @app.post("/webhook")
     async def webhook(request: Request) -> Response:
         started = time.perf_counter()
+        loop = asyncio.get_running_loop()
         body = b""
         try:
-            body = await _body(request)
+            body, complete = await _read_at_most(request, BODY_LIMIT)
+            if not complete:  # what was read still names the review, to be echoed
+                raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
             review = decode(body, AdmissionReview)
-            reply = await asyncio.get_running_loop().run_in_executor(pool, _review, service, review)
+            reply = await loop.run_in_executor(pool, _review, service, review)
         except BodyError as exc:
-            version, uid = review_identity(body)
-            log.warning("webhook: bad AdmissionReview: %s", exc)
-            reply = admission_reply(
-                version, uid, allowed=False, code=400, message=f"bad AdmissionReview: {exc}"
-            )
+            message = f"bad AdmissionReview: {exc}"
+            reply = await loop.run_in_executor(pool, _refusal, body, 400, message)
         except Exception as exc:
-            version, uid = review_identity(body)
             log.exception("webhook failed")
-            reply = admission_reply(
-                version, uid, allowed=False, code=500, message=f"internal error: {exc}"
-            )
+            message = f"internal error: {exc}"
+            reply = await loop.run_in_executor(pool, _refusal, body, 500, message)
         allowed = reply["response"]["allowed"]
         _observe(metrics, "webhook", "allowed" if allowed else "denied", started)
         return _json(reply)
@@ -212,9 +211,8 @@ def _preempt_route(
         return _json(preempt_reply(result))
 
 
-def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None = None) -> FastAPI:
-    """`GET /metrics`, and `GET /explain/<namespace>/<name>` with a store. Both do their work
-    on a thread: rendering reads the state under its lock, explaining searches for changes."""
+def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
+    """`GET /metrics`, rendered on a thread (it reads the state under its lock)."""
     app, pool = _app("metrics", 1)
 
     @app.get("/metrics")
@@ -222,12 +220,13 @@ def metrics_app(metrics: SchedulerMetrics, explanations: ExplanationStore | None
         text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
-    if explanations is not None:
-        _explain_route(app, explanations, pool)
     return app
 
 
-def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecutor) -> None:
+def explain_app(store: ExplanationStore) -> FastAPI:
+    """`GET /explain/<namespace>/<name>`, worked out on a thread (it searches for changes)."""
+    app, pool = _app("explain", 1)
+
     @app.get("/explain/{namespace}/{name}")
     async def explain(namespace: str, name: str) -> Response:
         loop = asyncio.get_running_loop()
@@ -236,6 +235,8 @@ def _explain_route(app: FastAPI, store: ExplanationStore, pool: ThreadPoolExecut
             why = f"no scheduling decision on pod {namespace}/{name} is remembered"
             return _json({"error": why}, status_code=404)
         return _json(found.to_dict())
+
+    return app
 
 
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
@@ -276,6 +277,16 @@ def _health(app: FastAPI, readiness: Readiness | None) -> None:
         if why:
             return PlainTextResponse(f"not ready: {why}", status_code=503)
         return PlainTextResponse("ok")
+
+
+def _refusal(body: bytes, code: int, message: str) -> dict[str, Any]:
+    """A denial of a review that could not be answered, echoing its uid where it can be read:
+    a pod that was not read is never admitted (the webhook's stripping and quota check would be
+    skipped). Only a review whose uid cannot be read at all gets uid "", which kube-apiserver
+    takes as a failed call, leaving the pod to the webhook's failurePolicy."""
+    version, uid = review_identity(body)
+    log.warning("webhook: review %s denied: %s", uid or "(uid unreadable)", message)
+    return admission_reply(version, uid, allowed=False, code=code, message=message)
 
 
 def _review(service: Admitter, review: AdmissionReview) -> dict[str, Any]:
@@ -333,14 +344,22 @@ async def _body(request: Request) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > BODY_LIMIT:
         raise BodyError(f"request body of {declared} bytes is over the {BODY_LIMIT} byte limit")
+    body, complete = await _read_at_most(request, BODY_LIMIT)
+    if not complete:
+        raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
+    return body
+
+
+async def _read_at_most(request: Request, limit: int) -> tuple[bytes, bool]:
+    """The body and True; or, for a longer one, its first `limit` bytes and False."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > BODY_LIMIT:
-            raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
         chunks.append(chunk)
-    return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks)[:limit], False
+    return b"".join(chunks), True
 
 
 def _survivors(reply: dict[str, Any]) -> bool:

@@ -19,8 +19,6 @@ from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.domain import DomainError, pod_from_manifest
 
 BODY_LIMIT = 1 << 20  # 1 MiB, as HAMi reads at most
-ADMISSION_V1 = "admission.k8s.io/v1"
-ADMISSION_V1BETA1 = "admission.k8s.io/v1beta1"
 
 
 class BodyError(ValueError):
@@ -167,6 +165,10 @@ def parse_json(body: bytes) -> Any:
             raise BodyError("request body is not UTF-8 text") from None
         if "depth" in exc.msg:
             raise BodyError("request body is nested too deeply") from None
+        if "infinity" in exc.msg:  # orjson reads numbers as int64 or double, and no further
+            raise BodyError(
+                f"request body holds a number too large to read at character {exc.pos}"
+            ) from None
         raise BodyError(f"request body is not JSON: {exc.msg} at character {exc.pos}") from None
     if not isinstance(data, dict):
         raise BodyError(f"request body must be a JSON object, not {type(data).__name__}")
@@ -246,20 +248,3 @@ def admission_reply(
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(text.encode()).decode()
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
-
-
-def review_identity(body: bytes) -> tuple[str, str]:
-    """The apiVersion and uid of a review that failed to decode, as far as they can be read."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return ADMISSION_V1, ""
-    if not isinstance(data, dict):
-        return ADMISSION_V1, ""
-    version = data.get("apiVersion")
-    request = data.get("request")
-    uid = request.get("uid") if isinstance(request, dict) else None
-    return (
-        version if version in (ADMISSION_V1, ADMISSION_V1BETA1) else ADMISSION_V1,
-        uid if isinstance(uid, str) else "",
-    )
