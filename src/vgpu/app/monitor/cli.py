@@ -2,16 +2,18 @@
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from vgpu.app.monitor.config import ConfigError, MonitorConfig, load_config
 from vgpu.app.monitor.container import MonitorContainer
-from vgpu.app.node_agent import add_node_agent_flags, settings_from_flags
+from vgpu.app.node_agent import (
+    add_node_agent_flags,
+    cannot_start,
+    settings_from_flags,
+    stop_on_signals,
+)
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 
@@ -28,6 +30,9 @@ when a higher-priority task is active on a card (priority feedback).
 Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
 setting name in capitals, e.g. VGPU_METRICS_LISTEN=:9394; NODE_NAME also sets the node) <
 flags. See docs/monitor.md for every setting and the DaemonSet container.
+
+Without a cluster or GPUs (to try it, or in tests): --fake-gpus FILE takes the host figures
+from a YAML file and --fake-cluster FILE the node's pods.
 """
 
 
@@ -74,6 +79,7 @@ _FLAGS = (
     "node_name",
     "kubeconfig",
     "fake_gpus",
+    "fake_cluster",
     "host_dir",
     "metrics_listen",
     "legacy_metrics",
@@ -102,17 +108,8 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
         server = container.server()
         daemon = container.daemon()
     except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
-        log.error("cannot start the monitor: %s", exc)
-        return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        return cannot_start("vgpu monitor", exc)
+    stop = stop_on_signals(log)
     server.start()
     host, port = server.address
     log.info(
