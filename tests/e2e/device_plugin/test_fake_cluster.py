@@ -75,8 +75,13 @@ def test_it_registers_the_gpus_and_serves_a_pod_of_the_file_without_a_cluster(
         "--fake-gpus", str(gpus), "--fake-cluster", str(cluster_file(tmp_path / "cluster.yaml")),
         "--plugin-dir", str(plugin_dir), "--hook-path", str(tmp_path / "hook"),
     ]  # fmt: skip
-    env = {"PATH": "/usr/bin:/bin", "VGPU_KUBELET_POLL": "0.05", "VGPU_REGISTER_RETRY": "0.2",
-           "VGPU_LOCK_DIR": str(tmp_path / "vgpulock"), "KUBECONFIG": str(tmp_path / "none")}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "VGPU_KUBELET_POLL": "0.05",
+        "VGPU_REGISTER_RETRY": "0.2",
+        "VGPU_LOCK_DIR": str(tmp_path / "vgpulock"),
+        "KUBECONFIG": str(tmp_path / "none"),
+    }
     kubelet = FakeKubelet(plugin_dir)
     with log_file.open("wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
