@@ -25,8 +25,13 @@ from vgpu.ports.gpu import GpuPort
 log = logging.getLogger(__name__)
 
 
+NODE_AGENT_FLAGS = ("node_name", "kubeconfig", "fake_gpus", "fake_cluster", "log_level")
+"""The settings `add_node_agent_flags` adds flags for (`--config` names the file instead)."""
+
+
 def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -> None:
-    """`--node-name`, `--config`, `--kubeconfig`, `--fake-gpus` and `--fake-cluster`."""
+    """`--node-name`, `--config`, `--kubeconfig`, `--fake-gpus`, `--fake-cluster` and
+    `--log-level`."""
     add = parser.add_argument
     add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
     add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
@@ -44,6 +49,7 @@ def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -
         help="use an in-memory cluster described by this YAML file instead of the API server "
         "(the file format of `vgpu scheduler --fake-cluster`)",
     )
+    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
 
 
 class NodeAgentSettings(BaseModel):
@@ -55,6 +61,7 @@ class NodeAgentSettings(BaseModel):
     kubeconfig: Path | None = None
     fake_gpus: Path | None = None
     fake_cluster: Path | None = None
+    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @model_validator(mode="after")
     def _has_node(self) -> Self:
@@ -72,14 +79,34 @@ Loader = Callable[[Path | None, Mapping[str, str], Mapping[str, Any]], Settings]
 def settings_from_flags(
     command: str, load: Loader[Settings], args: argparse.Namespace, flags: Iterable[str]
 ) -> Settings | None:
-    """The settings from `--config`, the environment and the named flags (which win), or None
-    after saying on stderr what is wrong (the command then exits 2)."""
-    overrides = {name: getattr(args, name, None) for name in flags}
+    """The settings from `--config`, the environment and the flags (which win): those of
+    `add_node_agent_flags` and the command's own `flags`. None after saying on stderr what is
+    wrong (the command then exits 2)."""
+    overrides = {name: getattr(args, name, None) for name in (*NODE_AGENT_FLAGS, *flags)}
     try:
         return load(args.config, os.environ, overrides)
     except ConfigError as exc:
         print(f"{command}: {exc}", file=sys.stderr)
         return None
+
+
+def run_node_agent(
+    command: str,
+    load: Loader[Settings],
+    args: argparse.Namespace,
+    flags: Iterable[str],
+    serve: Callable[[Settings], int],
+) -> int:
+    """A per-node command: its settings (exit 2 when they are bad), logging, then `serve`."""
+    settings = settings_from_flags(command, load, args, flags)
+    if settings is None:
+        return 2
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return serve(settings)
 
 
 def make_gpu_port(settings: NodeAgentSettings) -> GpuPort:

@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from vgpu.app.device_plugin.container import DevicePluginContainer
 from vgpu.app.node_agent import (
     add_node_agent_flags,
     cannot_start,
-    settings_from_flags,
+    run_node_agent,
     stop_on_signals,
 )
 from vgpu.ports.cluster import ClusterError
@@ -91,15 +90,10 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core not to limit SM utilisation (GPU_CORE_UTILIZATION_POLICY=disable)",
     )
-    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
     parser.set_defaults(run=run)
 
 
-_FLAGS = (
-    "node_name",
-    "kubeconfig",
-    "fake_gpus",
-    "fake_cluster",
+_FLAGS = (  # beside the node agent's
     "plugin_dir",
     "node_config_file",
     "resource_name",
@@ -108,16 +102,11 @@ _FLAGS = (
     "core_scaling",
     "hook_path",
     "disable_core_limit",
-    "log_level",
 )
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings_from_flags("vgpu device-plugin", load_config, args, _FLAGS)
-    if config is None:
-        return 2
-    _setup_logging(config)
-    return serve(config)
+    return run_node_agent("vgpu device-plugin", load_config, args, _FLAGS, serve)
 
 
 def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = None) -> int:
@@ -137,10 +126,3 @@ def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = 
     daemon.run(stop_on_signals(log))
     return 0
 
-
-def _setup_logging(config: DevicePluginConfig) -> None:
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )

@@ -98,7 +98,6 @@ class DevicePluginConfig(NodeAgentSettings):
     register_retry: float = Field(5.0, gt=0)
     kubelet_poll: float = Field(1.0, gt=0)
     lock_dir: str = "/tmp/vgpulock"
-    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     signing: Signing = Field(default_factory=Signing)
     takeover: Takeover = Field(default_factory=Takeover)
     # what the plugin served, kept across restarts where tenants cannot write (a host path)

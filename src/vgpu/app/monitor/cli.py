@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from vgpu.app.monitor.container import MonitorContainer
 from vgpu.app.node_agent import (
     add_node_agent_flags,
     cannot_start,
-    settings_from_flags,
+    run_node_agent,
     stop_on_signals,
 )
 from vgpu.ports.cluster import ClusterError
@@ -71,33 +70,19 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core when a higher-priority task is active on a card (default on)",
     )
-    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
     parser.set_defaults(run=run)
 
 
-_FLAGS = (
-    "node_name",
-    "kubeconfig",
-    "fake_gpus",
-    "fake_cluster",
+_FLAGS = (  # beside the node agent's
     "host_dir",
     "metrics_listen",
     "legacy_metrics",
     "priority_feedback",
-    "log_level",
 )
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings_from_flags("vgpu monitor", load_config, args, _FLAGS)
-    if config is None:
-        return 2
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    return serve(config)
+    return run_node_agent("vgpu monitor", load_config, args, _FLAGS, serve)
 
 
 def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> int:
