@@ -1,6 +1,6 @@
 """HAMi's way of answering a filter call, in Python, as the benchmark's baseline.
 
-HAMi's scheduler (pkg/scheduler/scheduler.go, `Filter` -> `getNodesUsage`; see shared seed 002)
+HAMi's scheduler (pkg/scheduler/scheduler.go, `Filter` -> `getNodesUsage`)
 keeps every scheduled pod with its decoded device grants in a pod cache. On each filter call it
 builds a fresh usage record for every card of every registered node, then walks every cached
 pod and, for each granted card, scans that node's card list for the matching id and adds the

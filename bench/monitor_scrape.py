@@ -31,7 +31,8 @@ UUIDS = ["GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", "GPU-00552014-5c87-89ac-b1a
 
 
 def region_bytes(procs: int) -> bytes:
-    """A layout-1 region (contracts.md 10.3/10.4) with `procs` live processes on two GPUs."""
+    """A layout-1 region (docs/protocol.md#shared-region) with `procs` live processes on two
+    GPUs."""
     buf = bytearray(V1_SIZE + 1)
     struct.pack_into("<iII", buf, 0, 19920718, 1, 2)
     struct.pack_into("<Q", buf, 56, 2)

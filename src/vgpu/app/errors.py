@@ -47,8 +47,19 @@ def problems(
 
 
 def explain(exc: ValidationError, prefix: str = "", source: Source | None = None) -> str:
-    """All of `problems` in one sentence, separated by `; `."""
+    """All of `problems` in one sentence, separated by `; ` (for an HTTP reply's error field)."""
     return "; ".join(problems(exc, prefix, source))
+
+
+def explain_lines(
+    exc: ValidationError, head: str, prefix: str = "", source: Source | None = None
+) -> str:
+    """`<head>: <problem>` for one problem; for several, `<head>:` and then one indented line
+    each, so that a file of the wrong kind reads as a list, not as one line of twenty."""
+    lines = problems(exc, prefix, source)
+    if len(lines) == 1:
+        return f"{head}: {lines[0]}"
+    return f"{head}:" + "".join(f"\n  {line}" for line in lines)
 
 
 def field_path(loc: Location, hidden: Hidden | None = None) -> str:

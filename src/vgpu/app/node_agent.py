@@ -1,20 +1,37 @@
 """What the per-node processes (`vgpu device-plugin`, `vgpu monitor`) share: the flags that say
-which node they serve and how they reach the API and the GPUs, and the settings behind them."""
+which node they serve and how they reach the API and the GPUs, the settings behind them, their
+fake modes (`--fake-gpus`, `--fake-cluster`) and how they stop."""
 
 import argparse
+import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError
+from vgpu.app.scheduler.fake_mode import load_fake_cluster
+from vgpu.domain.node import ClusterNode
+from vgpu.domain.vendor import Vendor
+from vgpu.ports.gpu import GpuPort
+
+log = logging.getLogger(__name__)
+
+
+NODE_AGENT_FLAGS = ("node_name", "kubeconfig", "fake_gpus", "fake_cluster", "log_level")
+"""The settings `add_node_agent_flags` adds flags for (`--config` names the file instead)."""
 
 
 def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -> None:
-    """`--node-name`, `--config`, `--kubeconfig` and `--fake-gpus`."""
+    """`--node-name`, `--config`, `--kubeconfig`, `--fake-gpus`, `--fake-cluster` and
+    `--log-level`."""
     add = parser.add_argument
     add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
     add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
@@ -25,6 +42,14 @@ def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -
         help="kubeconfig for the API server (default: in-cluster, else ~/.kube/config)",
     )
     add("--fake-gpus", type=Path, metavar="FILE", help=fake_gpus_help)
+    add(
+        "--fake-cluster",
+        type=Path,
+        metavar="FILE",
+        help="use an in-memory cluster described by this YAML file instead of the API server "
+        "(the file format of `vgpu scheduler --fake-cluster`)",
+    )
+    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
 
 
 class NodeAgentSettings(BaseModel):
@@ -35,6 +60,8 @@ class NodeAgentSettings(BaseModel):
     node_name: str = Field("", description="the Kubernetes node this process runs on")
     kubeconfig: Path | None = None
     fake_gpus: Path | None = None
+    fake_cluster: Path | None = None
+    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @model_validator(mode="after")
     def _has_node(self) -> Self:
@@ -52,11 +79,77 @@ Loader = Callable[[Path | None, Mapping[str, str], Mapping[str, Any]], Settings]
 def settings_from_flags(
     command: str, load: Loader[Settings], args: argparse.Namespace, flags: Iterable[str]
 ) -> Settings | None:
-    """The settings from `--config`, the environment and the named flags (which win), or None
-    after saying on stderr what is wrong (the command then exits 2)."""
-    overrides = {name: getattr(args, name, None) for name in flags}
+    """The settings from `--config`, the environment and the flags (which win): those of
+    `add_node_agent_flags` and the command's own `flags`. None after saying on stderr what is
+    wrong (the command then exits 2)."""
+    overrides = {name: getattr(args, name, None) for name in (*NODE_AGENT_FLAGS, *flags)}
     try:
         return load(args.config, os.environ, overrides)
     except ConfigError as exc:
         print(f"{command}: {exc}", file=sys.stderr)
         return None
+
+
+def run_node_agent(
+    command: str,
+    load: Loader[Settings],
+    args: argparse.Namespace,
+    flags: Iterable[str],
+    serve: Callable[[Settings], int],
+) -> int:
+    """A per-node command: its settings (exit 2 when they are bad), logging, then `serve`."""
+    settings = settings_from_flags(command, load, args, flags)
+    if settings is None:
+        return 2
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return serve(settings)
+
+
+def make_gpu_port(settings: NodeAgentSettings) -> GpuPort:
+    """The fake inventory when `fake_gpus` names a file, else NVML."""
+    if settings.fake_gpus is not None:
+        from vgpu.adapters.fake.gpus import FakeGpus
+
+        return FakeGpus.from_file(settings.fake_gpus)
+    from vgpu.adapters.nvml import NvmlGpus
+
+    return NvmlGpus()
+
+
+def fake_node_cluster(path: Path, node: str, vendor: Vendor) -> FakeCluster:
+    """The cluster a fake cluster file describes, with this node in it: added, without
+    annotations, when the file does not list it (the process then plays its API server)."""
+    cluster = load_fake_cluster(path, vendor)
+    if cluster.get_node(node) is None:
+        log.info(
+            "node %s is not in the fake cluster file %s: added, without annotations",
+            node,
+            path,
+        )
+        cluster.put_node(ClusterNode(node, {}))
+    return cluster
+
+
+def stop_on_signals(logger: logging.Logger) -> threading.Event:
+    """An event that SIGTERM and SIGINT set (handlers are installed from the main thread only,
+    so an embedder that runs the daemon on another thread sets the event itself)."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        logger.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+def cannot_start(command: str, problem: Exception) -> int:
+    """Say on stderr why the process cannot start, as every `vgpu` command does; exit code 2."""
+    print(f"{command}: cannot start: {problem}", file=sys.stderr)
+    return 2

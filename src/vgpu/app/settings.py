@@ -19,7 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from vgpu.app.errors import ConfigError, Location, explain
+from vgpu.app.errors import ConfigError, Location, explain_lines
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,10 @@ def load_settings(
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        details = explain(exc, "field ", lambda loc: _origin(sources, loc))
-        raise ConfigError(f"invalid {command} configuration: {details}") from None
+        head = f"invalid {command} configuration"
+        raise ConfigError(
+            explain_lines(exc, head, "field ", lambda loc: _origin(sources, loc))
+        ) from None
 
 
 def read_text(path: Path, what: str) -> str:

@@ -1,6 +1,6 @@
 """The mutating webhook's decision for a pod: leave it, take it (with a JSON patch), or deny.
 
-Follows HAMi v2.10 (seed 003, contracts.md 3.4) and fixes what it gets wrong: invalid
+Follows HAMi v2.10 (docs/protocol.md#admission-webhook) and fixes what it gets wrong: invalid
 quantities and privileged GPU containers are denied with a message instead of being left
 Pending forever, and the annotations and label that make a pod hold a card are removed from
 every pod admitted, GPU or not (scheduler_owned.py says which), so no tenant can bring its own.

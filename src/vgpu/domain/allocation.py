@@ -1,8 +1,8 @@
 """What the device plugin hands a container: HAMi-core envs, mounts and visible devices.
 
-Follows contracts.md section 5 (HAMi's Allocate response). One fix: a container's own
-`CUDA_DISABLE_CONTROL=true` drops the `ld.so.preload` mount only in namespaces the node config
-trusts; HAMi honours it everywhere, so any tenant can switch its limits off.
+Follows HAMi's Allocate response (docs/protocol.md#hami-core-environment-and-mounts). One fix: a
+container's own `CUDA_DISABLE_CONTROL=true` drops the `ld.so.preload` mount only in namespaces the
+node config trusts; HAMi honours it everywhere, so any tenant can switch its limits off.
 """
 
 from collections.abc import Mapping

@@ -235,7 +235,8 @@ def _choose(
     scores: PairScores,
 ) -> tuple[ContainerGrant | None, list[CardRejection]]:
     """Take the best `request.count` cards within quota (on one NUMA node when asked);
-    under `topology-aware`, the group's cards with the best links (contracts.md 13.3).
+    under `topology-aware`, the group's cards with the best links
+    (docs/protocol.md#topology-aware-choice).
 
     A card in MIG mode may give one container several instances: as in HAMi's Fit, it is
     tried again for the container's next device, with the instances just taken counted, before

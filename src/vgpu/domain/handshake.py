@@ -1,4 +1,5 @@
-"""`hami.io/node-handshake`: how HAMi schedulers judge a node's device plugin alive (contracts 14).
+"""`hami.io/node-handshake`: how HAMi schedulers judge a node's device plugin alive
+(docs/protocol.md#node-handshake).
 
 Two sides live here, both pure:
 

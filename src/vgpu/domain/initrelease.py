@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vgpu.domain.device import Usage
-from vgpu.domain.errors import DomainError
 from vgpu.domain.grant import (
     ContainerGrant,
     PodGrants,
     held_for_life,
     held_while_running,
 )
+from vgpu.domain.manifest import list_field, object_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +44,20 @@ def init_progress(manifest: Mapping[str, Any]) -> InitProgress:
     without init containers has finished them. DomainError when a part that must be a list or
     an object is something else.
     """
-    spec = _mapping(manifest.get("spec"), "spec")
-    status = _mapping(manifest.get("status"), "status")
-    specs = _list(spec.get("initContainers"), "spec.initContainers")
-    names = [str(_mapping(c, "spec.initContainers[]").get("name", "")) for c in specs]
+    spec = object_field(manifest.get("spec"), "spec")
+    status = object_field(manifest.get("status"), "status")
+    specs = list_field(spec.get("initContainers"), "spec.initContainers")
+    names = [str(object_field(c, "spec.initContainers[]").get("name", "")) for c in specs]
     sidecars = frozenset(
-        i for i, c in enumerate(specs) if _mapping(c, "").get("restartPolicy") == "Always"
+        i for i, c in enumerate(specs) if object_field(c, "").get("restartPolicy") == "Always"
     )
     statuses = {
         str(s.get("name", "")): s
         for s in (
-            _mapping(item, "status.initContainerStatuses[]")
-            for item in _list(status.get("initContainerStatuses"), "status.initContainerStatuses")
+            object_field(item, "status.initContainerStatuses[]")
+            for item in list_field(
+                status.get("initContainerStatuses"), "status.initContainerStatuses"
+            )
         )
     }
     finished = all(
@@ -118,22 +120,8 @@ def released_by_init(grants: PodGrants, progress: InitProgress) -> dict[str, Usa
 def _succeeded(status: Mapping[str, Any] | None) -> bool:
     if status is None:
         return False
-    state = _mapping(status.get("state"), "state")
+    state = object_field(status.get("state"), "state")
     terminated = state.get("terminated")
     return isinstance(terminated, Mapping) and terminated.get("exitCode") == 0
 
 
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise DomainError(f"pod {where} must be an object, got {type(value).__name__}")
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise DomainError(f"pod {where} must be a list, got {type(value).__name__}")
-    return value

@@ -54,7 +54,8 @@ def register_device(
 
     The type gets HAMi's `NVIDIA-` prefix unless the name already starts with `NVIDIA`. A card
     in MIG mode is neither memory- nor core-scaled, publishes its `mig_profiles`, and its count
-    is the most instances any one of them fits (HAMi v2.10, contracts.md 12.3).
+    is the most instances any one of them fits (HAMi v2.10,
+    docs/protocol.md#mig-register-annotation).
     """
     name = gpu.name if gpu.name.upper().startswith("NVIDIA") else f"NVIDIA-{gpu.name}"
     if gpu.mig_enabled:

@@ -2,7 +2,7 @@
 
 A MIG-capable GPU is cut into memory slices; a GPU instance of a profile occupies
 `[start, start + size)` of them at one of the profile's possible placements, and two instances
-may not overlap (contracts.md 12.3, 12.4, 12.6).
+may not overlap (docs/protocol.md#mig).
 
 >>> MigPlacement(0, 4).overlaps(MigPlacement(2, 2)), MigPlacement(0, 4).overlaps(MigPlacement(4, 4))
 (True, False)

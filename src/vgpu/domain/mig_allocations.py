@@ -1,6 +1,7 @@
-"""`hami.io/vgpu-mig-allocations`: which MIG instance each MIG device of a pod is (contracts.md
-12.5). The scheduler writes the reservation (container, device, GPU, profile, placement); the
-device plugin adds the runtime identity of the instance it made (MIG UUID, GI id, CI id).
+"""`hami.io/vgpu-mig-allocations`: which MIG instance each MIG device of a pod is
+(docs/protocol.md#mig-allocations). The scheduler writes the reservation (container, device,
+GPU, profile, placement); the device plugin adds the runtime identity of the instance it made (MIG
+UUID, GI id, CI id).
 
 >>> text = '[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"2g.10gb",'
 >>> text += '"placement":{"start":2,"size":2}}]'

@@ -1,4 +1,5 @@
-"""`migProfileAllowlist` (contracts.md 12.2): which MIG profiles a GPU model may be cut into.
+"""`migProfileAllowlist` (docs/protocol.md#mig-profile-allowlist): which MIG profiles a GPU model
+may be cut into.
 
 Each entry names GPU models (substrings of the NVML name) and profile names. The first entry
 with a model inside the GPU's name decides: the GPU publishes exactly those profiles, each under

@@ -1,4 +1,5 @@
-"""Which MIG instance a request gets on a card in MIG mode (HAMi v2.10's rule, contracts.md 12.4).
+"""Which MIG instance a request gets on a card in MIG mode (HAMi v2.10's rule,
+docs/protocol.md#mig-instance-choice).
 
 The smallest profile that holds the request's memory (ties: fewer slices) with a free
 placement; `1g.` and `3g.` instances are put from the top of the card down and every other

@@ -1,4 +1,4 @@
-"""A pod's MIG grants to and from `hami.io/vgpu-mig-allocations` (contracts.md 12.5).
+"""A pod's MIG grants to and from `hami.io/vgpu-mig-allocations` (docs/protocol.md#mig-allocations).
 
 `hami.io/vgpu-devices-allocated` names the parent card of each MIG device; the reservations say
 which instance (profile, placement) each one is, by container (init containers first) and by

@@ -1,4 +1,5 @@
-"""Which MIG instances the device plugin keeps, makes, adopts and destroys (contracts.md 12.6).
+"""Which MIG instances the device plugin keeps, makes, adopts and destroys
+(docs/protocol.md#mig-instance-lifecycle).
 
 The truth is the pods' `hami.io/vgpu-mig-allocations`: a reservation of an active pod (not
 finished, not being deleted) is *desired*. An instance is identified by its GPU, the slice group

@@ -8,6 +8,7 @@ from typing import Any
 
 from vgpu.domain.errors import DomainError
 from vgpu.domain.initrelease import InitProgress, init_progress
+from vgpu.domain.manifest import list_field, object_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,7 @@ def _owned(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _texts(raw: Any, where: str) -> Mapping[str, str]:
     """Annotations or labels as strings, keys interned; the shared empty mapping if none."""
-    items = _mapping(raw or None, where)
+    items = object_field(raw or None, where)
     return {intern(str(k)): str(v) for k, v in items.items()} if items else _EMPTY
 
 
@@ -86,12 +87,13 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
 
     Raises DomainError when a part that must be an object is something else.
     """
-    meta = _mapping(manifest.get("metadata"), "metadata")
-    spec = _mapping(manifest.get("spec"), "spec")
-    status = _mapping(manifest.get("status"), "status")
-    containers = [
-        _container(c, is_init=True) for c in _list(spec.get("initContainers"), "initContainers")
-    ] + [_container(c, is_init=False) for c in _list(spec.get("containers"), "containers")]
+    meta = object_field(manifest.get("metadata"), "metadata")
+    spec = object_field(manifest.get("spec"), "spec")
+    status = object_field(manifest.get("status"), "status")
+    init_containers = list_field(spec.get("initContainers"), "initContainers")
+    containers = [_container(c, is_init=True) for c in init_containers] + [
+        _container(c, is_init=False) for c in list_field(spec.get("containers"), "containers")
+    ]
     return Pod(
         namespace=_word(meta.get("namespace") or "default"),
         name=str(meta.get("name") or meta.get("generateName") or ""),
@@ -117,35 +119,21 @@ def _priority(value: Any) -> int:
     return value
 
 
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise DomainError(f"pod {where} must be an object, got {type(value).__name__}")
-    return value
-
-
-def _list(value: Any, where: str) -> Sequence[Any]:
-    if not value:
-        return ()
-    if not isinstance(value, list):
-        raise DomainError(f"pod {where} must be a list, got {type(value).__name__}")
-    return value
 
 
 def _container(raw: Any, *, is_init: bool) -> Container:
-    raw = _mapping(raw, "container")
-    resources = _mapping(raw.get("resources"), "container resources")
-    security = _mapping(raw.get("securityContext"), "container securityContext")
+    raw = object_field(raw, "container")
+    resources = object_field(raw.get("resources"), "container resources")
+    security = object_field(raw.get("securityContext"), "container securityContext")
     env = {
         str(e.get("name")): str(e.get("value", ""))
-        for e in _list(raw.get("env"), "container env")
+        for e in list_field(raw.get("env"), "container env")
         if isinstance(e, Mapping) and e.get("name")
     }
     return Container(
         name=_word(raw.get("name")),
-        limits=_owned(_mapping(resources.get("limits"), "resources.limits")),
-        requests=_owned(_mapping(resources.get("requests"), "resources.requests")),
+        limits=_owned(object_field(resources.get("limits"), "resources.limits")),
+        requests=_owned(object_field(resources.get("requests"), "resources.requests")),
         env=_owned(env),
         privileged=bool(security.get("privileged", False)),
         is_init=is_init,

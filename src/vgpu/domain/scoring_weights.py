@@ -4,7 +4,7 @@ HAMi v2.10 scores a card as `10 x (slot x used_slots/count + core x used_cores/t
 memory x used_memory/total_memory)`; the pod annotation sets the three weights, written exactly
 as `slot=<int>,core=<int>,memory=<int>` (any order, spaces allowed, each non-negative, at least
 one positive). Without the annotation every weight is 1. A bad value fails the pod's scheduling
-with the reason, never falls back to the defaults (contracts.md 13.5).
+with the reason, never falls back to the defaults (docs/protocol.md#device-scoring-weights).
 
 >>> parse_scoring_weights("slot=1, core=1, memory=3")
 ScoringWeights(slot=1, core=1, memory=3)

@@ -1,6 +1,7 @@
 """How well two GPUs are connected, and which cards a `topology-aware` request should get.
 
-The device plugin turns each ordered pair's links into a score (HAMi's rule, contracts.md 13.1):
+The device plugin turns each ordered pair's links into a score (HAMi's rule,
+docs/protocol.md#pair-scores):
 the PCIe path's points (10 across CPUs .. 60 on the same board) plus 100 per NVLink between
 them. It publishes the scores in `hami.io/node-nvidia-score` (13.2). The scheduler, for a
 request of k cards among the candidates that passed every other filter (13.3), takes the

@@ -39,8 +39,8 @@ class GpuPort(Protocol):
 
     def read_topology(self) -> list[GpuLink]:
         """For every ordered pair of GPUs, the PCIe path and NVLinks from the first to the
-        second (contracts.md 13.1); raises GpuUnavailable when any of it cannot be read, as
-        HAMi then publishes no scores at all."""
+        second (docs/protocol.md#pair-scores); raises GpuUnavailable when any of it cannot be read,
+        as HAMi then publishes no scores at all."""
         ...
 
     def close(self) -> None: ...
@@ -52,8 +52,8 @@ class MigError(RuntimeError):
 
 @runtime_checkable
 class MigPort(Protocol):
-    """MIG instances on the node's GPUs (contracts.md 12.6): what the device plugin creates on
-    Allocate and destroys when the pod goes."""
+    """MIG instances on the node's GPUs (docs/protocol.md#mig-instance-lifecycle): what the device
+    plugin creates on Allocate and destroys when the pod goes."""
 
     def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
         """The GPU instance profiles of every GPU whose MIG mode is on, by GPU uuid."""

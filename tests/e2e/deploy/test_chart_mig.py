@@ -1,4 +1,4 @@
-"""charts/vgpu hands the device plugin HAMi's `migProfileAllowlist` (contracts.md 12.2), in a
+"""charts/vgpu hands the device plugin HAMi's `migProfileAllowlist` (docs/protocol.md#mig-profile-allowlist), in a
 settings file the plugin loads."""
 
 from pathlib import Path

@@ -355,9 +355,9 @@ def test_an_unreadable_gpu_inventory_stops_it_with_one_clear_line(plugin_env: Pl
     plugin_env.gpu_file.write_text("gpus:\n  - uuid: GPU-x\n    memory_mib: lots\n")
     process = plugin_env.start()
 
-    assert process.wait(timeout=30) == 1
+    assert process.wait(timeout=30) == 2
     log = plugin_env.log()
-    assert "cannot start the device plugin" in log and str(plugin_env.gpu_file) in log
+    assert f"vgpu device-plugin: cannot start: {plugin_env.gpu_file}: gpus[0]" in log
     assert "Traceback" not in log
 
 

@@ -1,5 +1,5 @@
 """The real device plugin under a HAMi scheduler: it answers the node handshake and publishes
-NVLink pair scores when ENABLE_TOPOLOGY_SCORE=true (contracts.md 13.2, 14.4)."""
+NVLink pair scores when ENABLE_TOPOLOGY_SCORE=true (docs/protocol.md#node-score-annotation, #node-handshake)."""
 
 import json
 from collections.abc import Callable

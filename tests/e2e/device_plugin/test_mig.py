@@ -1,4 +1,4 @@
-"""Dynamic MIG through the real plugin process (contracts.md 12.6): a fake A100 in MIG mode,
+"""Dynamic MIG through the real plugin process (docs/protocol.md#mig-instance-lifecycle): a fake A100 in MIG mode,
 the kubelet's Allocate makes the instance the scheduler reserved, and deleting the pod
 destroys it again."""
 

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from vgpu.app.errors import explain, field_path, problems
+from vgpu.app.errors import explain, explain_lines, field_path, problems
 
 
 class Card(BaseModel):
@@ -54,3 +54,13 @@ def test_hidden_location_parts_are_left_out() -> None:
         field_path(("workloads", 0, "fixed", "value"), lambda p: p == "fixed")
         == "workloads[0].value"
     )
+
+
+def test_several_problems_come_one_per_line_under_the_head_and_one_on_the_head_line() -> None:
+    several = error(Node, {"name": 5, "cards": [{"memory": 0}]})
+    assert explain_lines(several, "file f.yaml").splitlines() == [
+        "file f.yaml:",
+        "  name: Input should be a valid string (got 5)",
+        "  cards[0].memory: Input should be greater than 0 (got 0)",
+    ]
+    assert explain_lines(error(Node, {}), "file f.yaml") == "file f.yaml: name: Field required"

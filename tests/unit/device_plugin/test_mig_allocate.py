@@ -1,4 +1,4 @@
-"""Allocate on GPUs in MIG mode (contracts.md 12.1, 12.5, 12.6): the container gets the MIG
+"""Allocate on GPUs in MIG mode (docs/protocol.md#mig): the container gets the MIG
 instances the scheduler reserved for it, made at the reserved placements; the pod's
 reservations gain the instances' runtime identity; anything wrong is refused and undone."""
 

@@ -1,5 +1,5 @@
 """The device plugin's `mig_profile_allowlist`: validated at load, and it decides which MIG
-profiles each GPU registers (contracts.md 12.2, 12.3)."""
+profiles each GPU registers (docs/protocol.md#mig-profile-allowlist)."""
 
 import pytest
 

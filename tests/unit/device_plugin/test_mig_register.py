@@ -1,4 +1,4 @@
-"""A GPU in MIG mode registers as HAMi v2.10 does (contracts.md 12.3): mode `mig`, its
+"""A GPU in MIG mode registers as HAMi v2.10 does (docs/protocol.md#mig-register-annotation): mode `mig`, its
 `migProfiles`, unscaled memory and the largest instance count, so the scheduler sees it."""
 
 import json

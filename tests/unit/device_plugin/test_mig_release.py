@@ -1,5 +1,5 @@
 """MIG instances go when their pod goes, and a restarted plugin takes up the instances its pods
-still use (contracts.md 12.6); when the pods cannot be listed every instance stays in place, and
+still use (docs/protocol.md#mig-instance-lifecycle); when the pods cannot be listed every instance stays in place, and
 a reservation nobody vouches for (unsigned, unreadable) claims nothing."""
 
 from dataclasses import replace

@@ -1,3 +1,7 @@
+import logging
+
+import pytest
+
 from tests.unit.device_plugin.fakes import OPTIONS, NullHandler
 from vgpu.adapters.fake.kubelet import FakeKubelet
 from vgpu.app.device_plugin.session import KubeletSession
@@ -41,6 +45,30 @@ def test_a_failed_registration_is_retried_after_the_delay_without_serving_again(
     session.tick()
     assert kubelet.calls == ["serve", "register", "register"]
     assert session.registered
+
+
+def test_a_repeated_failure_is_logged_once_until_a_registration_succeeds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kubelet, clock = FakeKubelet(), Clock()
+    kubelet.refusals = 3
+    session = _session(kubelet, clock)
+    with caplog.at_level(logging.DEBUG, logger="vgpu.app.device_plugin.session"):
+        session.start()
+        for _ in range(3):
+            clock.now += 5.1
+            session.tick()
+        assert session.registered
+        kubelet.refusals = 1
+        kubelet.restart()
+        session.tick()
+
+    assert kubelet.calls.count("register") == 5
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    refused = f"{kubelet.socket_path.rsplit('/', 1)[0]}/kubelet.sock refused to register"
+    assert errors == [f"kubelet at {refused}; retrying every 5 s"] * 2  # first, after success
+    repeats = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert [r.getMessage() for r in repeats] == errors[:1] * 2
 
 
 def test_a_kubelet_restart_leads_to_serving_and_registering_again() -> None:

@@ -10,7 +10,7 @@ from vgpu.domain import (
     encode_pod_grants,
 )
 
-# HAMi's own strings (contracts.md 4.2 and 4.5)
+# HAMi's own strings (docs/protocol.md#register-annotation, #pod-grant-annotations)
 HAMI_JSON = (
     '[{"id":"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448","count":10,"devmem":32768,"devcore":100,'
     '"type":"NVIDIA-Tesla V100-PCIE-32GB","mode":"hami-core","health":true},'
@@ -142,7 +142,7 @@ def test_node_devices_encode_with_zero_values_omitted() -> None:
     assert len(decode_node_devices(encode_node_devices(a40_cards()))) == 2
 
 
-# HAMi v2.10 in MIG mode (contracts.md 12.3): every profile key is written, zero or not.
+# HAMi v2.10 in MIG mode (docs/protocol.md#mig-register-annotation): every profile key is written, zero or not.
 MIG_REGISTER = (
     '[{"id":"GPU-a","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",'
     '"mode":"mig","migProfiles":[{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,'

@@ -1,4 +1,4 @@
-"""HAMi's node handshake per scheduler version (contracts.md 14.3) and the plugin's duty (14.4)."""
+"""HAMi's node handshake per scheduler version (docs/protocol.md#node-handshake) and the plugin's duty."""
 
 from datetime import UTC, datetime, timedelta
 

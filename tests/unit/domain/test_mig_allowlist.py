@@ -1,4 +1,4 @@
-"""`migProfileAllowlist` (contracts.md 12.2): HAMi's validation and which profiles a GPU
+"""`migProfileAllowlist` (docs/protocol.md#mig-profile-allowlist): HAMi's validation and which profiles a GPU
 publishes under it."""
 
 import pytest

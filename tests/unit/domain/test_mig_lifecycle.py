@@ -1,5 +1,5 @@
 """The rules deciding which MIG instances the device plugin keeps, adopts, reuses and clears
-(contracts.md 12.6), without a GPU."""
+(docs/protocol.md#mig-instance-lifecycle), without a GPU."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Several MIG devices of one container on one card (contracts.md 12.4, "several devices in one
+"""Several MIG devices of one container on one card (docs/protocol.md#mig-instance-choice, "several devices in one
 container"): the fit may choose a MIG card again for the container's next device, `nvidia.com/gpu`
 may exceed the node's cards, the grant names the card once per instance and reads back only
 with reservations that tell the instances apart."""

@@ -1,5 +1,5 @@
 """Dynamic MIG on the scheduler side: which profile and placement a pod that names `mig` gets,
-what the grant charges, and how the ledger keeps instances from overlapping (contracts.md 12.4)."""
+what the grant charges, and how the ledger keeps instances from overlapping (docs/protocol.md#mig-instance-choice)."""
 
 import doctest
 from types import ModuleType

@@ -1,4 +1,4 @@
-"""`hami.io/device-scoring-weights` is read exactly as HAMi v2.10 reads it (contracts 13.5)."""
+"""`hami.io/device-scoring-weights` is read exactly as HAMi v2.10 reads it (docs/protocol.md#device-scoring-weights)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Pair scores (contracts 13.1/13.2) and HAMi's topology-aware choice (13.3) on NVLink layouts."""
+"""Pair scores (docs/protocol.md#pair-scores) and HAMi's topology-aware choice (docs/protocol.md#topology-aware-choice) on NVLink layouts."""
 
 import pytest
 

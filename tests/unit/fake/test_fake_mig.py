@@ -1,4 +1,4 @@
-"""The fake GPU inventory models MIG instances: profiles, placements, overlaps (contracts 12.6)."""
+"""The fake GPU inventory models MIG instances: profiles, placements, overlaps (docs/protocol.md#mig-instance-lifecycle)."""
 
 from pathlib import Path
 

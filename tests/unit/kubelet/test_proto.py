@@ -1,4 +1,4 @@
-"""The committed proto and stubs speak the kubelet's v1beta1 wire contract (contracts.md 1.2-1.3)."""
+"""The committed proto and stubs speak the kubelet's v1beta1 wire contract (docs/protocol.md#kubelet-device-plugin-api)."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ from vgpu.adapters.kubelet.generated import api_pb2
 ROOT = Path(__file__).resolve().parents[3]
 PROTO = ROOT / "src" / "vgpu" / "adapters" / "kubelet" / "api.proto"
 
-# message -> [(field, number, type, repeated)] from contracts.md 1.3
+# message -> [(field, number, type, repeated)] from the kubelet's api.proto
 T = descriptor_pb2.FieldDescriptorProto
 CONTRACT = {
     "DevicePluginOptions": [

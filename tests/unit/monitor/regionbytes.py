@@ -1,4 +1,4 @@
-"""Synthetic HAMi-core shared regions, written byte by byte from contracts.md 10.3-10.5.
+"""Synthetic HAMi-core shared regions, written byte by byte from the layouts in docs/protocol.md#shared-region.
 
 Every offset below is typed in from the documented tables, not taken from the reader's
 structs, so a reader that gets an offset wrong fails the tests. The file is the struct size

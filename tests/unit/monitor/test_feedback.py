@@ -1,4 +1,4 @@
-"""Priority feedback: HAMi's monitor rules (contracts.md 10.6), on values and on region files."""
+"""Priority feedback: HAMi's monitor rules (docs/protocol.md#priority-feedback), on values and on region files."""
 
 import struct
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""MIG instances through NVML (contracts.md 12.6) against a patched driver that models them."""
+"""MIG instances through NVML (docs/protocol.md#mig-instance-lifecycle) against a patched driver that models them."""
 
 from types import SimpleNamespace
 from typing import Any

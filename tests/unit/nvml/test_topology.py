@@ -1,4 +1,4 @@
-"""GPU links from NVML as HAMi reads them (contracts.md 13.1), against the patched driver."""
+"""GPU links from NVML as HAMi reads them (docs/protocol.md#pair-scores), against the patched driver."""
 
 from types import SimpleNamespace
 

@@ -1,5 +1,5 @@
 """The scheduler's node handshake pass: what it writes and when a node's GPUs drop, per HAMi
-version (contracts.md 14.3), against a fake cluster with an injected clock."""
+version (docs/protocol.md#node-handshake), against a fake cluster with an injected clock."""
 
 from dataclasses import replace
 from datetime import datetime, timedelta

@@ -101,6 +101,16 @@ def test_an_unknown_policy_is_refused_by_the_parser(capsys: pytest.CaptureFixtur
     assert "GPU policy 'tight'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("jobs", ["0", "5", "9"])
+def test_jobs_outside_one_to_four_are_refused_by_the_parser(
+    jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "--jobs", jobs])
+    assert exit_.value.code == 2
+    assert f"argument --jobs: '{jobs}' must be from 1 to 4" in capsys.readouterr().err
+
+
 def test_print_scenario_prints_the_embedded_default(capsys: pytest.CaptureFixture[str]) -> None:
     assert simulate("--print-scenario") == 0
     assert "NVIDIA A100-SXM4-80GB" in capsys.readouterr().out

@@ -133,15 +133,6 @@ class _Inventory:
         self.links = {(link.source, link.target): link for link in links}
 
 
-def load_fake_gpus(path: Path) -> tuple[list[GpuInfo], dict[str, str]]:
-    """The GPUs in a fake GPU file and the unhealthy ones (uuid -> reason).
-
-    Raises FakeGpuFileError naming the file, the entry (`gpus[i]`) and the field at fault.
-    """
-    inventory = _load(path)
-    return inventory.gpus, inventory.unhealthy
-
-
 class FakeGpus:
     """Implements GpuPort from a fixed list of GPUs, or from a YAML file it keeps watching.
 

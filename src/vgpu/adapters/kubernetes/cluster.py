@@ -215,7 +215,7 @@ class KubernetesCluster:
         """Create the pod's Binding to `node`; ClusterError says why it failed.
 
         kube-apiserver answers a Binding with a Status, not a Binding: success is the HTTP
-        status (contracts.md section 8).
+        status (docs/protocol.md#api-server-behaviours).
         """
         meta: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:

@@ -1,4 +1,5 @@
-"""Taking and releasing HAMi's node lock `hami.io/mutex.lock` against the API (contracts 4.7).
+"""Taking and releasing HAMi's node lock `hami.io/mutex.lock` against the API
+(docs/protocol.md#node-lock).
 
 The lock is a node annotation `<RFC3339 time>,<namespace>,<pod>`. It is written with a JSON
 merge patch that carries the node's `metadata.resourceVersion`, so two schedulers racing for

@@ -4,6 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from vgpu.domain.manifest import object_field
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Pod, pod_from_manifest
 from vgpu.ports.cluster import Kind, Quota
@@ -22,9 +23,9 @@ class ResourceSpec(Generic[T]):
 
 
 def quota_from_manifest(manifest: Mapping[str, Any]) -> Quota:
-    meta = _mapping(manifest.get("metadata"), "metadata")
-    spec = _mapping(manifest.get("spec"), "spec")
-    hard = _mapping(spec.get("hard"), "spec.hard")
+    meta = object_field(manifest.get("metadata"), "metadata", "ResourceQuota")
+    spec = object_field(manifest.get("spec"), "spec", "ResourceQuota")
+    hard = object_field(spec.get("hard"), "spec.hard", "ResourceQuota")
     return Quota(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
@@ -53,10 +54,3 @@ def pods(field_selector: str = "") -> ResourceSpec[Pod]:
 def quotas() -> ResourceSpec[Quota]:
     return ResourceSpec(Kind.QUOTA, "/api/v1/resourcequotas", quota_from_manifest)
 
-
-def _mapping(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValueError(f"ResourceQuota {where} must be an object, got {type(value).__name__}")
-    return value

@@ -1,5 +1,5 @@
 """What a GPU offers for MIG, read from NVML: whether it can, whether it is on, and the GPU
-instance profiles with their sizes and placements (contracts.md 12.3)."""
+instance profiles with their sizes and placements (docs/protocol.md#mig-register-annotation)."""
 
 import math
 from types import ModuleType

@@ -1,6 +1,7 @@
 """Creating and destroying MIG instances through NVML, in the order HAMi v2.10 uses
-(contracts.md 12.6). Written against NVML's documented API and tested with a patched driver
-only: check it with `scripts/nvml_probe.py` and a MIG-capable GPU before relying on it.
+(docs/protocol.md#mig-instance-lifecycle). Written against NVML's documented API and tested with a
+patched driver only: check it with `scripts/nvml_probe.py` and a MIG-capable GPU before relying on
+it.
 
 The GPU's MIG mode is never switched here: enabling it needs an idle GPU and often a reset,
 which is the operator's decision (`nvidia-smi -mig 1`); a GPU not in MIG mode is refused.

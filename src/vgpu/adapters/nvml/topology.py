@@ -1,4 +1,5 @@
-"""How the node's GPUs are connected, read from NVML the way HAMi reads it (contracts.md 13.1).
+"""How the node's GPUs are connected, read from NVML the way HAMi reads it
+(docs/protocol.md#pair-scores).
 
 For each ordered pair (i, j): the closest common PCIe ancestor, and the NVLinks of i that reach
 j. An NVLink reaches j when its remote PCI bus id is j's; when none does but i has enabled

@@ -255,7 +255,8 @@ class Allocator:
         self, pod: Pod, index: int, container: Container, segment: ContainerGrant, mig: _MigCall
     ) -> ContainerResponse:
         """The container's reserved MIG instances, made or reused: `NVIDIA_VISIBLE_DEVICES`
-        lists their MIG UUIDs and nothing of HAMi-core is added (contracts.md 12.1)."""
+        lists their MIG UUIDs and nothing of HAMi-core is added
+        (docs/protocol.md#mig-operating-mode)."""
         if self._mig is None:
             raise DevicePluginError(
                 f"container {container.name!r} is granted MIG cards but this plugin's GPU "

@@ -2,16 +2,17 @@
 
 import argparse
 import logging
-import signal
-import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from vgpu.app.device_plugin.config import ConfigError, DevicePluginConfig, load_config
 from vgpu.app.device_plugin.container import DevicePluginContainer
-from vgpu.app.node_agent import add_node_agent_flags, settings_from_flags
+from vgpu.app.node_agent import (
+    add_node_agent_flags,
+    cannot_start,
+    run_node_agent,
+    stop_on_signals,
+)
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 from vgpu.ports.kubelet import KubeletError
@@ -29,6 +30,16 @@ with HAMi-core's environment and mounts.
 Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
 setting name in capitals, e.g. VGPU_SPLIT_COUNT=4; NODE_NAME also sets the node) < flags.
 See docs/device-plugin.md for every setting and the DaemonSet.
+
+Without a cluster or GPUs (to try it, or in tests): --fake-gpus FILE takes the GPUs from a
+YAML file and --fake-cluster FILE keeps the node and its pods in memory. The plugin then serves
+its socket in --plugin-dir and registers as soon as a kubelet.sock appears there.
+"""
+
+EPILOG = """\
+example, on a machine without GPUs or Kubernetes:
+  vgpu device-plugin --node-name node1 --fake-gpus examples/fake-gpus.yaml \\
+      --fake-cluster examples/fake-cluster.yaml --plugin-dir /tmp
 """
 
 
@@ -37,6 +48,7 @@ def register(subparsers: Any) -> None:
         "device-plugin",
         help="run the per-node device plugin (kubelet gRPC + node registration)",
         description=DESCRIPTION,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_node_agent_flags(
@@ -78,14 +90,10 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core not to limit SM utilisation (GPU_CORE_UTILIZATION_POLICY=disable)",
     )
-    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
     parser.set_defaults(run=run)
 
 
-_FLAGS = (
-    "node_name",
-    "kubeconfig",
-    "fake_gpus",
+_FLAGS = (  # beside the node agent's
     "plugin_dir",
     "node_config_file",
     "resource_name",
@@ -94,16 +102,11 @@ _FLAGS = (
     "core_scaling",
     "hook_path",
     "disable_core_limit",
-    "log_level",
 )
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings_from_flags("vgpu device-plugin", load_config, args, _FLAGS)
-    if config is None:
-        return 2
-    _setup_logging(config)
-    return serve(config)
+    return run_node_agent("vgpu device-plugin", load_config, args, _FLAGS, serve)
 
 
 def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = None) -> int:
@@ -119,24 +122,7 @@ def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = 
     try:
         daemon = container.daemon()
     except (ConfigError, GpuUnavailable, ClusterError, KubeletError, ValueError) as exc:
-        log.error("cannot start the device plugin: %s", exc)
-        return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-    daemon.run(stop)
+        return cannot_start("vgpu device-plugin", exc)
+    daemon.run(stop_on_signals(log))
     return 0
 
-
-def _setup_logging(config: DevicePluginConfig) -> None:
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )

@@ -62,7 +62,7 @@ class Signing(BaseModel):
 
 class MigAllowlistItem(BaseModel):
     """One `migProfileAllowlist` entry: GPU models (substrings of the NVML name) and the MIG
-    profiles they may be cut into (contracts.md 12.2)."""
+    profiles they may be cut into (docs/protocol.md#mig-profile-allowlist)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -93,12 +93,12 @@ class DevicePluginConfig(NodeAgentSettings):
     register_interval: float = Field(30.0, gt=0)
     # Publish NVLink/PCIe pair scores in hami.io/node-nvidia-score (HAMi: ENABLE_TOPOLOGY_SCORE).
     topology_score: bool = False
-    # Answer HAMi schedulers' `Requesting_` handshake with `Reported <time>` (contracts 14.4).
+    # Answer HAMi schedulers' `Requesting_` handshake with `Reported <time>`
+    # (docs/protocol.md#node-handshake).
     report_handshake: bool = True
     register_retry: float = Field(5.0, gt=0)
     kubelet_poll: float = Field(1.0, gt=0)
     lock_dir: str = "/tmp/vgpulock"
-    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
     signing: Signing = Field(default_factory=Signing)
     takeover: Takeover = Field(default_factory=Takeover)
     # what the plugin served, kept across restarts where tenants cannot write (a host path)

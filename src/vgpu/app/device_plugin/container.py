@@ -2,11 +2,13 @@
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
 from vgpu import __version__
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.kubelet import KubeletPlugin
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.config import DevicePluginConfig
@@ -23,6 +25,9 @@ from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import NodeGrantTrust
+from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
+from vgpu.app.scheduler.fake_mode import sign_listed_grants
+from vgpu.app.scheduler.keys import new_key_ring
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo
@@ -40,17 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def make_gpu_port(config: DevicePluginConfig) -> GpuPort:
-    """The fake inventory when `fake_gpus` names a file, else NVML."""
-    if config.fake_gpus is not None:
-        from vgpu.adapters.fake.gpus import FakeGpus
-
-        return FakeGpus.from_file(config.fake_gpus)
-    from vgpu.adapters.nvml import NvmlGpus
-
-    return NvmlGpus()
-
-
 def _connection(config: DevicePluginConfig) -> "ConnectionSettings":
     from vgpu.adapters.kubernetes import ConnectionSettings
 
@@ -59,9 +53,12 @@ def _connection(config: DevicePluginConfig) -> "ConnectionSettings":
     )
 
 
-def make_cluster(config: DevicePluginConfig) -> ClusterPort:
+def make_cluster(config: DevicePluginConfig, vendor: Vendor) -> ClusterPort:
     """The Kubernetes API with a watch cache of this node's pods, which the node ledger and
-    the pending-pod search read on every Allocate; reads go to the API until it has synced."""
+    the pending-pod search read on every Allocate; reads go to the API until it has synced.
+    With `fake_cluster`, the cluster that file describes, in memory."""
+    if config.fake_cluster is not None:
+        return fake_node_cluster(config.fake_cluster, config.node_name, vendor)
     from vgpu.adapters.kubernetes import KubernetesCluster
 
     cluster = KubernetesCluster.connect(
@@ -75,8 +72,16 @@ def make_cluster(config: DevicePluginConfig) -> ClusterPort:
     return cluster
 
 
-def make_grant_keys(config: DevicePluginConfig) -> GrantKeyPort:
-    """The Secret holding the grant key ring."""
+def make_grant_keys(
+    config: DevicePluginConfig, cluster: ClusterPort, vendor: Vendor
+) -> GrantKeyPort:
+    """The Secret holding the grant key ring. With `fake_cluster`, a fresh ring in memory that
+    has signed the grants the file's pods carry, as the fake-cluster scheduler does: the file
+    describes a trusted cluster."""
+    if config.fake_cluster is not None:
+        ring = new_key_ring(datetime.now(UTC))
+        sign_listed_grants(cluster, ring, vendor)
+        return FakeGrantKeys(ring)
     from vgpu.adapters.kubernetes.connection import new_api_client
     from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 
@@ -209,19 +214,19 @@ def plugin_options(settings: NodeSettings) -> PluginOptions:
 
 class DevicePluginContainer(containers.DeclarativeContainer):
     """Override `cluster`, `gpu_port`, `grant_keys` or `kubelet` to embed or test with other
-    adapters."""
+    adapters (`fake_cluster` and `fake_gpus` in the settings choose the fakes)."""
 
     config = providers.Dependency(instance_of=DevicePluginConfig)
 
-    cluster = providers.Singleton(make_cluster, config)
-    grant_keys = providers.Singleton(make_grant_keys, config)
+    vendor = providers.Singleton(make_vendor, config)
+    cluster = providers.Singleton(make_cluster, config, vendor)
+    grant_keys = providers.Singleton(make_grant_keys, config, cluster, vendor)
     gpu_port = providers.Singleton(make_gpu_port, config)
     kubelet = providers.Singleton(
         KubeletPlugin, config.provided.plugin_dir, config.provided.socket_name
     )
 
     settings = providers.Singleton(node_settings, config)
-    vendor = providers.Singleton(make_vendor, config)
     gpus = providers.Singleton(
         discover,
         gpu_port,

@@ -1,6 +1,6 @@
 """The MIG instances of this node's pods: made on Allocate, destroyed when their pod goes.
 
-Pod annotations are the truth (contracts.md 12.6): the reservations in
+Pod annotations are the truth (docs/protocol.md#mig-instance-lifecycle): the reservations in
 `hami.io/vgpu-mig-allocations` of this node's active pods (not finished, not being deleted) are
 desired, where the pod's grant is trusted (`trust.NodeGrantTrust`: signed, reservations included).
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,

@@ -1,6 +1,7 @@
 """Which pod the kubelet is starting: the one the scheduler bound to this node and locked it for.
 
-HAMi's handshake (contracts.md 4.6): the scheduler's bind leaves `hami.io/bind-phase=allocating`
+HAMi's handshake (docs/protocol.md#bind-and-allocate): the scheduler's bind leaves
+`hami.io/bind-phase=allocating`
 and the node lock `hami.io/mutex.lock` naming the pod; the kubelet's Allocate carries no pod
 name, so the plugin looks the pod up. Only pods whose grant is trusted (see `trust`) and whose
 `to-allocate` text is what is left of the signed `allocated` text are candidates: a tenant's own

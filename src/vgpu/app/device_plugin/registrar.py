@@ -4,7 +4,8 @@ Checked every `interval` seconds and at once after a health change; the node is 
 when the annotation differs from what it should be (so a deleted or edited annotation comes
 back). Failures are logged and retried after `retry` seconds.
 
-In the same patch it keeps HAMi schedulers of every version content (contracts.md 14.4): it
+In the same patch it keeps HAMi schedulers of every version content
+(docs/protocol.md#node-handshake): it
 answers a `Requesting_`/`Deleted_` handshake, or a changed register annotation, with
 `Reported <time>`; and with topology scores on it publishes `hami.io/node-nvidia-score`.
 """

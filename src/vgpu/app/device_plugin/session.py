@@ -3,7 +3,9 @@
 `tick()` is one step of the loop `run()` drives: serve and register when not registered yet
 (retrying after `retry_s` on failure), and when the kubelet was restarted (its socket
 re-created, ours removed) serve again and register again. Serving always comes first: the
-kubelet dials the plugin while it handles Register.
+kubelet dials the plugin while it handles Register. A failure is logged as an error once, and
+again only when its reason changes, so a node whose kubelet is not up yet (or a fake-cluster
+run without one) does not fill the log.
 """
 
 import logging
@@ -35,6 +37,7 @@ class KubeletSession:
         self._registered = False
         self._needs_serve = True
         self._next_attempt = 0.0
+        self._last_failure = ""
         self.registrations = 0
 
     @property
@@ -88,8 +91,11 @@ class KubeletSession:
             self._postpone(str(exc))
             return
         self._registered = True
+        self._last_failure = ""
         self.registrations += 1
 
     def _postpone(self, reason: str) -> None:
-        log.error("%s; retrying in %.0f s", reason, self._retry)
+        level = logging.DEBUG if reason == self._last_failure else logging.ERROR
+        log.log(level, "%s; retrying every %.0f s", reason, self._retry)
+        self._last_failure = reason
         self._next_attempt = self._clock() + self._retry

@@ -1,4 +1,5 @@
-"""The node's GPU pair scores for `hami.io/node-nvidia-score` (contracts.md 13.2).
+"""The node's GPU pair scores for `hami.io/node-nvidia-score`
+(docs/protocol.md#node-score-annotation).
 
 Read from the GPU port once per set of registered GPUs (links do not change while the node
 runs) and kept; a failed reading is logged and tried again at the next registration, where

@@ -31,6 +31,7 @@ examples:
   vgpu explain team-a/trainer                       # a pod in the cluster (kubeconfig)
   vgpu explain -f pod.yaml                          # a pod not created yet, same cluster
   vgpu explain -f pod.yaml --fake-cluster cluster.yaml --json   # offline
+  vgpu explain -f examples/explain/pod.yaml --fake-cluster examples/explain/cluster.yaml
 """
 
 

@@ -2,16 +2,17 @@
 
 import argparse
 import logging
-import signal
-import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from vgpu.app.monitor.config import ConfigError, MonitorConfig, load_config
 from vgpu.app.monitor.container import MonitorContainer
-from vgpu.app.node_agent import add_node_agent_flags, settings_from_flags
+from vgpu.app.node_agent import (
+    add_node_agent_flags,
+    cannot_start,
+    run_node_agent,
+    stop_on_signals,
+)
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 
@@ -28,6 +29,9 @@ when a higher-priority task is active on a card (priority feedback).
 Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
 setting name in capitals, e.g. VGPU_METRICS_LISTEN=:9394; NODE_NAME also sets the node) <
 flags. See docs/monitor.md for every setting and the DaemonSet container.
+
+Without a cluster or GPUs (to try it, or in tests): --fake-gpus FILE takes the host figures
+from a YAML file and --fake-cluster FILE the node's pods.
 """
 
 
@@ -66,32 +70,19 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core when a higher-priority task is active on a card (default on)",
     )
-    add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
     parser.set_defaults(run=run)
 
 
-_FLAGS = (
-    "node_name",
-    "kubeconfig",
-    "fake_gpus",
+_FLAGS = (  # beside the node agent's
     "host_dir",
     "metrics_listen",
     "legacy_metrics",
     "priority_feedback",
-    "log_level",
 )
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings_from_flags("vgpu monitor", load_config, args, _FLAGS)
-    if config is None:
-        return 2
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    return serve(config)
+    return run_node_agent("vgpu monitor", load_config, args, _FLAGS, serve)
 
 
 def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> int:
@@ -102,17 +93,8 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
         server = container.server()
         daemon = container.daemon()
     except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
-        log.error("cannot start the monitor: %s", exc)
-        return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        return cannot_start("vgpu monitor", exc)
+    stop = stop_on_signals(log)
     server.start()
     host, port = server.address
     log.info(

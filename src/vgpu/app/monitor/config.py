@@ -27,7 +27,6 @@ class MonitorConfig(NodeAgentSettings):
     priority_feedback: bool = True
     interval: float = Field(5.0, gt=0)
     cleanup_grace: float = Field(300.0, ge=0)
-    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
 
     @field_validator("metrics_listen")
     @classmethod

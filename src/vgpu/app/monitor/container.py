@@ -8,21 +8,11 @@ from vgpu.app.monitor.config import MonitorConfig
 from vgpu.app.monitor.daemon import MonitorDaemon
 from vgpu.app.monitor.http import MetricsServer
 from vgpu.app.monitor.metrics import MonitorMetrics, MonitorSources
+from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
 from vgpu.domain.pod import Pod
+from vgpu.domain.vendor import Vendor
 from vgpu.ports.accounting import AccountingPort
 from vgpu.ports.cluster import ClusterPort
-from vgpu.ports.gpu import GpuPort
-
-
-def make_gpu_port(config: MonitorConfig) -> GpuPort:
-    """The fake inventory when `fake_gpus` names a file, else NVML."""
-    if config.fake_gpus is not None:
-        from vgpu.adapters.fake.gpus import FakeGpus
-
-        return FakeGpus.from_file(config.fake_gpus)
-    from vgpu.adapters.nvml import NvmlGpus
-
-    return NvmlGpus()
 
 
 def make_accounting(config: MonitorConfig) -> AccountingPort:
@@ -33,7 +23,10 @@ def make_accounting(config: MonitorConfig) -> AccountingPort:
 
 
 def make_cluster(config: MonitorConfig) -> ClusterPort:
-    """The API, watching only the pods bound to this node (an informer, as HAMi's monitor)."""
+    """The API, watching only the pods bound to this node (an informer, as HAMi's monitor);
+    with `fake_cluster`, the cluster that file describes, in memory."""
+    if config.fake_cluster is not None:
+        return fake_node_cluster(config.fake_cluster, config.node_name, Vendor())
     from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster
 
     settings = ConnectionSettings(

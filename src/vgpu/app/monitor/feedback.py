@@ -1,4 +1,5 @@
-"""Priority feedback to HAMi-core, with the rules of HAMi's monitor (contracts.md 10.6).
+"""Priority feedback to HAMi-core, with the rules of HAMi's monitor
+(docs/protocol.md#priority-feedback).
 
 Every tick, for the containers whose region could be read:
 

@@ -1,4 +1,4 @@
-"""The monitor's Prometheus metrics, with HAMi's names, labels and units (contracts.md 9.3).
+"""The monitor's Prometheus metrics, with HAMi's names, labels and units (docs/protocol.md#metrics).
 
 Everything is read at scrape time: NVML (or the fake) for the host cards, the shared regions
 for the containers. A region that cannot be read leaves out that container's series only; a

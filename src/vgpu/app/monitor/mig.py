@@ -1,4 +1,5 @@
-"""The realized MIG instances of a pod, from `hami.io/vgpu-mig-allocations` (contracts.md 12.5).
+"""The realized MIG instances of a pod, from `hami.io/vgpu-mig-allocations`
+(docs/protocol.md#mig-allocations).
 
 The annotation is a JSON array with one object per MIG device; the scheduler writes
 `containerIndex` (init containers first), `deviceIndex`, `gpuUUID`, `profile` and `placement`,

@@ -50,7 +50,7 @@ VGPU_EXTENDER__PORT=8888), then these flags. See docs/scheduler.md for every fie
 examples:
   vgpu scheduler --config /etc/vgpu/scheduler.yaml --tls-cert tls.crt --tls-key tls.key \\
       --listen 0.0.0.0:443
-  vgpu scheduler --fake-cluster cluster.yaml --listen 127.0.0.1:8080   # no cluster needed
+  vgpu scheduler --fake-cluster examples/fake-cluster.yaml   # no cluster needed
 """
 
 

@@ -25,19 +25,22 @@ The file (every section optional)::
 
 In this mode the process also plays the API server's part for pods: a pod named in a filter
 request that the file does not list is created (pending) so that its annotations can be written
-and it can be bound. The file describes a trusted cluster, so the grants its pods carry are
-signed with the process's own (random) key ring when signing is on.
+and it can be bound. A listed pod without `metadata.uid` gets one made from its namespace and
+name. The file describes a trusted cluster, so the grants its pods carry are signed with the
+process's own (random) key ring when signing is on.
 """
 
 import itertools
+import uuid
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.app.errors import ConfigError, explain
+from vgpu.app.errors import ConfigError, explain_lines
 from vgpu.app.mapping_file import read_mapping_streaming
 from vgpu.domain import (
     ClusterNode,
@@ -49,7 +52,7 @@ from vgpu.domain import (
     pod_from_manifest,
 )
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
-from vgpu.ports.cluster import Quota
+from vgpu.ports.cluster import ClusterPort, Quota
 
 
 class FakeClusterError(ValueError):
@@ -102,7 +105,7 @@ def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
-        raise FakeClusterError(f"{what} {path}: {explain(exc)}") from None
+        raise FakeClusterError(explain_lines(exc, f"{what} {path}")) from None
     return build_fake_cluster(spec, vendor, str(path), manifests)
 
 
@@ -134,11 +137,14 @@ def build_fake_cluster(
             raise FakeClusterError(f"{where}: pods[{position}]: {exc}") from None
         if not pod.name:
             raise FakeClusterError(f"{where}: pods[{position}]: metadata.name is missing")
+        if not pod.uid:  # as the API server gives one; the same for the same pod, run after run
+            made = uuid.uuid5(uuid.NAMESPACE_URL, f"{pod.namespace}/{pod.name}")
+            pod = replace(pod, uid=str(made))
         cluster.put_pod(pod)
     return cluster
 
 
-def sign_listed_grants(cluster: FakeCluster, ring: KeyRing, vendor: Vendor) -> None:
+def sign_listed_grants(cluster: ClusterPort, ring: KeyRing, vendor: Vendor) -> None:
     """Sign every grant the file's pods carry, as if this scheduler had written them."""
     for pod in cluster.list_pods():
         claim = grant_claim(pod.uid, pod.annotations, vendor)

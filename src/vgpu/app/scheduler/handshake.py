@@ -1,4 +1,5 @@
-"""The scheduler's side of `hami.io/node-handshake` (contracts.md 14.2): a pass over every node.
+"""The scheduler's side of `hami.io/node-handshake` (docs/protocol.md#node-handshake): a pass over
+every node.
 
 Each pass applies HAMi's health check for the configured HAMi version to every node
 (`vgpu.domain.handshake.check_node`). The leader writes what that version writes

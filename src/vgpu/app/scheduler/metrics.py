@@ -1,4 +1,4 @@
-"""Prometheus metrics with HAMi's names, labels and units (HAMi v2.10; contracts.md 9.2).
+"""Prometheus metrics with HAMi's names, labels and units (HAMi v2.10; docs/protocol.md#metrics).
 
 Allocation gauges are computed from a state snapshot at every scrape, so they are never stale.
 Every `hami_*` series carries HAMi's constant label `zone="vGPU"`, except `hami_build_info`.

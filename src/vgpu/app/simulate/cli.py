@@ -17,6 +17,8 @@ from .scenario import ScenarioError, default_scenario_text, load_scenario
 
 log = logging.getLogger(__name__)
 
+MAX_JOBS = len(ALL_PAIRS)  # one process per policy pair; more would have nothing to run
+
 
 def register(subparsers: Any) -> None:
     """Add the `simulate` sub-command."""
@@ -47,10 +49,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=_positive,
+        type=_jobs,
         default=1,
-        help="runs in parallel processes, at most 4 (default 1: the default scenario's runs "
-        "take about a quarter second each, less than starting a worker process costs)",
+        help=f"runs in parallel processes, at most {MAX_JOBS} (default 1: the default "
+        "scenario's runs take about half a second each, hardly more than starting a worker "
+        "process costs)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument(
@@ -68,13 +71,13 @@ def _policy(text: str) -> PolicyPair:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive(text: str) -> int:
+def _jobs(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_JOBS}")
     return value
 
 
