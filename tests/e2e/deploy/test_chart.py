@@ -189,7 +189,9 @@ def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor
         )
     dashboard = one(objects, "ConfigMap", "vgpu-dashboards")
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert "hami_gpu_memory_limit_bytes" in next(iter(dashboard["data"].values()))
+    assert set(dashboard["data"]) == {"vgpu-hami.json", "vgpu-usage.json"}  # allocation, usage
+    assert "hami_gpu_memory_limit_bytes" in dashboard["data"]["vgpu-hami.json"]
+    assert "hami_host_gpu_utilization_ratio" in dashboard["data"]["vgpu-usage.json"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
