@@ -12,6 +12,11 @@
 {{- end -}}
 {{- end -}}
 
+{{/* HAMi's namespaceOverride, else the release's namespace */}}
+{{- define "vgpu.namespace" -}}
+{{- .Values.namespaceOverride | default .Release.Namespace -}}
+{{- end -}}
+
 {{- define "vgpu.scheduler" -}}{{ include "vgpu.fullname" . }}-scheduler{{- end -}}
 {{- define "vgpu.devicePlugin" -}}{{ include "vgpu.fullname" . }}-device-plugin{{- end -}}
 {{- define "vgpu.webhook" -}}{{ include "vgpu.fullname" . }}-webhook{{- end -}}
@@ -24,6 +29,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.global.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* HAMi's global.annotations, as metadata lines, on the Deployment and the DaemonSet */}}
+{{- define "vgpu.workloadAnnotations" -}}
+{{- with .Values.global.annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/* selector labels of one component: (list $ "scheduler") */}}
@@ -42,8 +58,43 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if $registry -}}{{ $registry }}/{{ end -}}{{ $image.repository }}:{{ $tag }}
 {{- end -}}
 
-{{- define "vgpu.imageTag" -}}
-{{- .Values.global.imageTag | default .Chart.AppVersion -}}
+{{/* vgpu's own image, tagged by vgpu's version: HAMi's imageTag and per-component image keys
+never retag or rename it */}}
+{{- define "vgpu.vgpuImage" -}}
+{{- include "vgpu.image" (list . .Values.image .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* HAMi's image, which carries HAMi-core: its own tag, else HAMi's global.imageTag */}}
+{{- define "vgpu.hamiCoreImage" -}}
+{{- $image := .Values.devicePlugin.hamiCore.image -}}
+{{- $tag := $image.tag | default .Values.global.imageTag | required "devicePlugin.hamiCore.image.tag or global.imageTag must name the tag of HAMi's image that carries HAMi-core" -}}
+{{- include "vgpu.image" (list . $image $tag) -}}
+{{- end -}}
+
+{{/* imagePullSecrets of a pod: global.imagePullSecrets plus the pullSecrets of each of its
+images, (list $ (list image...)), HAMi's image keys included; an image that is not a map (an
+old HAMi string) has none. Each secret a name (HAMi) or a {name: ...} object, each name once. */}}
+{{- define "vgpu.pullSecrets" -}}
+{{- $secrets := (index . 0).Values.global.imagePullSecrets | default list -}}
+{{- range (index . 1) -}}
+{{- if kindIs "map" . -}}
+{{- $secrets = concat $secrets (.pullSecrets | default list) -}}
+{{- end -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range $secrets -}}
+{{- if kindIs "map" . -}}
+{{- $names = append $names .name -}}
+{{- else -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- with ($names | compact | uniq) }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{- define "vgpu.kubeSchedulerTag" -}}
@@ -63,8 +114,56 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- regexReplaceAll "^.*:" (toString .Values.scheduler.metricsBindAddress) "" -}}
 {{- end -}}
 
-{{- define "vgpu.serviceMonitors" -}}
+{{/* ServiceMonitors asked for (HAMi's prometheus.enabled or serviceMonitor.enabled) */}}
+{{- define "vgpu.serviceMonitorsWanted" -}}
 {{- if or .Values.prometheus.enabled .Values.serviceMonitor.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* the Prometheus operator's API is served (`helm template`: pass
+--api-versions monitoring.coreos.com/v1) */}}
+{{- define "vgpu.prometheusOperator" -}}
+{{- if or (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor") (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1") -}}true{{- end -}}
+{{- end -}}
+
+{{- define "vgpu.serviceMonitors" -}}
+{{- if and (include "vgpu.serviceMonitorsWanted" .) (include "vgpu.prometheusOperator" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy. Against a
+cluster Helm lists every served kind, so its absence there means none; `helm template` lists
+no kinds (only group versions, whatever --kube-version says), so there the Kubernetes version
+decides: v1 policies are GA and on from 1.30. */}}
+{{- define "vgpu.admissionPolicyServed" -}}
+{{- $apis := .Capabilities.APIVersions -}}
+{{- $discovered := $apis.Has "v1/Pod" -}}
+{{- if or ($apis.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") (and (not $discovered) (semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version)) -}}true{{- end -}}
+{{- end -}}
+
+{{- define "vgpu.admissionPolicy" -}}
+{{- if and .Values.scheduler.admissionPolicy.enabled (include "vgpu.admissionPolicyServed" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* usernames the admission policy trusts besides vgpu's own service accounts (JSON list) */}}
+{{- define "vgpu.trustedUsers" -}}
+{{- $users := .Values.scheduler.admissionPolicy.trustedUsers -}}
+{{- if .Values.takeover.fromHami -}}
+{{- $users = concat $users .Values.takeover.hamiServiceAccounts -}}
+{{- end -}}
+{{- $users | uniq | toJson -}}
+{{- end -}}
+
+{{/* whether a dotted path is set in the values: (list $.Values "a.b.c") */}}
+{{- define "vgpu.given" -}}
+{{- $node := index . 0 -}}
+{{- $found := true -}}
+{{- range (splitList "." (index . 1)) -}}
+{{- if and $found (kindIs "map" $node) (hasKey $node .) -}}
+{{- $node = index $node . -}}
+{{- else -}}
+{{- $found = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $found -}}true{{- end -}}
 {{- end -}}
 
 {{/* flags every vgpu command takes */}}
@@ -73,6 +172,13 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Values.log.json }}
 - --log-json
 {{- end }}
+{{- end -}}
+
+{{/* the `takeover` settings of the scheduler and the device plugin alike */}}
+{{- define "vgpu.takeoverSettings" -}}
+takeover:
+  from_hami: {{ .Values.takeover.fromHami }}
+  hami_scheduler_names: [{{ .Values.takeover.hamiSchedulerName | quote }}]
 {{- end -}}
 
 {{- define "vgpu.resourceNames" -}}

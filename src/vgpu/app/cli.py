@@ -1,8 +1,9 @@
 """The `vgpu` command. Each sub-command lives in its own module with a `register` function.
 
 Only the module of the command being run is imported, so one command's heavy or broken
-imports (FastAPI, gRPC, matplotlib) never slow down or break another. `--log-level` and
-`--log-json` are added to every sub-command here; `--version` belongs to `vgpu` itself.
+imports (FastAPI, gRPC, matplotlib) never slow down or break another. `--log-level`,
+`--log-json` and HAMi's Go-style `-v=N` / `--debug` (vgpu.app.goflags) are added to every
+sub-command here; `--version` belongs to `vgpu` itself.
 """
 
 import argparse
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from vgpu.app import logs
+from vgpu.app import goflags, logs
 
 # name -> (module with `register(subparsers)` that sets `run` on its parser, one-line summary)
 COMMANDS = {
@@ -40,7 +41,7 @@ def package_version() -> str:
 
 
 def add_log_flags(parser: argparse.ArgumentParser) -> None:
-    """`--log-level` (unless the command has its own) and `--log-json`."""
+    """`--log-level` (unless the command has its own), `--log-json`, and HAMi's `-v`/`--debug`."""
     if "--log-level" not in parser._option_string_actions:
         parser.add_argument(
             "--log-level",
@@ -51,10 +52,15 @@ def add_log_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-json", action="store_true", help="log one JSON object per line instead of text"
     )
+    goflags.add_go_flags(parser)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
+def parse(words: Sequence[str]) -> argparse.Namespace:
+    """`vgpu`'s command line parsed; SystemExit(2) with argparse's message on a bad one.
+
+    An argument the chosen command does not take is reported by that command's parser
+    (`vgpu scheduler: error: unknown flag --profiling ...`), naming the flag."""
+    words = list(words)
     parser = argparse.ArgumentParser(
         prog="vgpu",
         description="GPU sharing for Kubernetes (HAMi-compatible): scheduler extender, "
@@ -69,7 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             add_log_flags(subparsers.choices[name])
         else:
             subparsers.add_parser(name, help=summary)
-    args = parser.parse_args(words)
+    args, extras = parser.parse_known_args(words)
+    goflags.refuse_unknown(subparsers.choices[args.command], extras)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
     level = getattr(args, "log_level", None)
     if level or args.log_json:
         logs.configure(level, args.log_json)

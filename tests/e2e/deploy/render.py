@@ -15,11 +15,15 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "vgpu"
-HAMI_VALUES = Path(__file__).parent / "hami-values.yaml"
+# HAMi's own values.yaml, and what an operator of a real cluster sets over it
+HAMI_VALUES = Path(__file__).parent / "hami" / "values-v2.10.0.yaml"
+OPERATOR_OVERRIDES = Path(__file__).parent / "hami" / "operator-overrides.yaml"
 NAMESPACE = "vgpu-system"
-# the oldest and newest Kubernetes the chart supports (Chart.yaml kubeVersion; v1 admission
-# policies need 1.30)
-KUBERNETES_VERSIONS = ("1.30.0", "1.35.0")
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion: webhook matchConditions are
+# on by default from 1.28) and the newest whose schema kubernetes-validate ships.
+OLDEST, NEWEST = KUBERNETES_VERSIONS = ("1.28.0", "1.37.0")
+# the kinds that exist only from some version on
+ADMISSION_POLICY_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 # kinds of CRD-backed APIs that have no schema in kubernetes-validate
 CUSTOM_KINDS = {"ServiceMonitor", "Issuer", "Certificate"}
 
@@ -46,15 +50,47 @@ def helm(*args: str) -> subprocess.CompletedProcess[str]:
     return run(tool("helm"), *args)
 
 
-def template(*values: Path, set_values: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def template_args(
+    *values: Path,
+    set_values: tuple[str, ...] = (),
+    kube_version: str | None = None,
+    api_versions: tuple[str, ...] = (),
+) -> list[str]:
+    """`helm template` of the chart with these values, for this Kubernetes version and the APIs
+    named (`monitoring.coreos.com/v1`; helm template alone lists no CRD-backed API)."""
     args = ["template", "vgpu", str(CHART), "--namespace", NAMESPACE]
     for path in values:
         args += ["--values", str(path)]
     for item in set_values:
         args += ["--set", item]
-    result = helm(*args)
+    if kube_version:
+        args += ["--kube-version", kube_version]
+    for api in api_versions:
+        args += ["--api-versions", api]
+    return args
+
+
+def template(
+    *values: Path,
+    set_values: tuple[str, ...] = (),
+    kube_version: str | None = None,
+    api_versions: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    result = helm(*template_args(
+        *values, set_values=set_values, kube_version=kube_version, api_versions=api_versions
+    ))
     assert result.returncode == 0, result.stderr
     return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def notes(*values: Path) -> str:
+    """The install notes (templates/NOTES.txt) as `helm install` prints them."""
+    args = ["install", "vgpu", str(CHART), "--namespace", NAMESPACE, "--dry-run=client"]
+    for path in values:
+        args += ["--values", str(path)]
+    result = helm(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.partition("\nNOTES:\n")[2]
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
@@ -63,10 +99,12 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(result.stdout) if d]
 
 
-def schema_errors(objects: list[dict[str, Any]]) -> list[str]:
-    """Each object checked strictly (unknown fields are errors) against every supported version."""
+def schema_errors(
+    objects: list[dict[str, Any]], versions: tuple[str, ...] = KUBERNETES_VERSIONS
+) -> list[str]:
+    """Each object checked strictly (unknown fields are errors) against each version's schema."""
     errors = []
-    for version in KUBERNETES_VERSIONS:
+    for version in versions:
         for obj in objects:
             if obj["kind"] in CUSTOM_KINDS:
                 continue
@@ -75,6 +113,18 @@ def schema_errors(objects: list[dict[str, Any]]) -> list[str]:
             except kubernetes_validate.ValidationError as exc:
                 errors.append(f"{version} {obj['kind']}/{obj['metadata']['name']}: {exc.message}")
     return errors
+
+
+def render_errors(*values: Path, set_values: tuple[str, ...] = ()) -> list[str]:
+    """The chart rendered for the oldest and the newest supported Kubernetes (as the API server
+    of each would render it), each checked against that version's schema."""
+    return [
+        error
+        for version in KUBERNETES_VERSIONS
+        for error in schema_errors(
+            template(*values, set_values=set_values, kube_version=version), (version,)
+        )
+    ]
 
 
 def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

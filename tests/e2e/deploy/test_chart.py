@@ -1,8 +1,6 @@
 """charts/vgpu: lints, renders valid objects for every supported Kubernetes, and agrees with
 the processes it runs (their routes, flags and settings files)."""
 
-import argparse
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +11,16 @@ from tests.e2e.deploy.render import (
     CHART,
     HAMI_VALUES,
     NAMESPACE,
+    OPERATOR_OVERRIDES,
     containers,
     helm,
     one,
+    render_errors,
     schema_errors,
     template,
 )
 from tests.unit.scheduler.builders import world
-from vgpu.app.cli import COMMANDS, add_log_flags
-from vgpu.app.device_plugin.config import load_config as load_plugin_config
+from vgpu.app.cli import parse
 from vgpu.app.scheduler.config import SchedulerConfig, load_config
 from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
@@ -31,6 +30,8 @@ from vgpu.domain.handshake import HamiVersion
 VARIANTS = {
     "default": ((), ()),
     "hami-values": ((HAMI_VALUES,), ()),
+    "operator-overrides": ((OPERATOR_OVERRIDES,), ()),
+    "hami-values-and-operator-overrides": ((HAMI_VALUES, OPERATOR_OVERRIDES), ()),
     "no-webhook-no-kube-scheduler": (
         (),
         ("scheduler.admissionWebhook.enabled=false", "scheduler.kubeScheduler.enabled=false"),
@@ -44,8 +45,9 @@ VARIANTS = {
 
 
 def render(variant: str) -> list[dict[str, Any]]:
+    """The variant rendered for a cluster that runs the Prometheus operator."""
     values, settings = VARIANTS[variant]
-    return template(*values, set_values=settings)
+    return template(*values, set_values=settings, api_versions=("monitoring.coreos.com/v1",))
 
 
 def scheduler_settings(objects: list[dict[str, Any]], tmp_path: Path) -> SchedulerConfig:
@@ -68,7 +70,11 @@ def routes(app: str) -> set[str]:
     return {getattr(r, "path", "") for r in built.routes}
 
 
-@pytest.mark.parametrize("values", [(), (HAMI_VALUES,)], ids=["default", "hami-values"])
+@pytest.mark.parametrize(
+    "values",
+    [(), (HAMI_VALUES,), (HAMI_VALUES, OPERATOR_OVERRIDES)],
+    ids=["default", "hami-values", "hami-values-and-operator-overrides"],
+)
 def test_helm_lint_passes(values: tuple[Path, ...]) -> None:
     args = ["lint", str(CHART), "--strict"]
     for path in values:
@@ -79,9 +85,9 @@ def test_helm_lint_passes(values: tuple[Path, ...]) -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_rendered_object_is_valid_for_the_oldest_and_newest_kubernetes(variant: str) -> None:
-    objects = render(variant)
-    assert len(objects) > 10
-    assert schema_errors(objects) == []
+    values, settings = VARIANTS[variant]
+    assert len(render(variant)) > 10
+    assert render_errors(*values, set_values=settings) == []
 
 
 def test_schema_validation_catches_a_misspelt_field() -> None:
@@ -96,47 +102,6 @@ def test_the_node_handshake_follows_the_hami_release_the_values_name(tmp_path: P
     assert (default.hami_version, default.handshake_period) == (HamiVersion.V2_10, 15)
     older = scheduler_settings(render("hami-v2.8-plugins"), tmp_path)
     assert (older.hami_version, older.handshake_period) == (HamiVersion.V2_8, 60)
-
-
-def test_a_hami_values_file_keeps_its_meaning(tmp_path: Path) -> None:
-    objects = render("hami-values")
-    settings = scheduler_settings(objects, tmp_path)
-    assert settings.scheduler_name == "hami-scheduler"
-    assert (settings.node_policy.value, settings.gpu_policy) == ("spread", "binpack")
-    assert settings.gpu_core_policy == "force"
-    assert settings.lock_expiry == 120
-    assert settings.legacy_metrics is True
-    assert settings.webhook_tls is None  # cert-manager makes the certificate
-    deployment = one(objects, "Deployment")
-    assert deployment["spec"]["replicas"] == 3
-    assert one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
-    pods = containers(deployment)
-    assert pods["kube-scheduler"]["image"] == (
-        "registry.example.com/google_containers/kube-scheduler:v1.31.1"
-    )
-    assert pods["vgpu"]["image"].startswith("registry.example.com/vgpu:")
-    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
-    webhook = one(objects, "MutatingWebhookConfiguration")
-    [hook] = webhook["webhooks"]
-    assert hook["failurePolicy"] == "Ignore"
-    assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-            "values": ["kube-system", "monitoring"]} in hook["namespaceSelector"]["matchExpressions"]
-    assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
-        f"{NAMESPACE}/vgpu-scheduler-serving-cert"
-    )
-    assert one(objects, "Certificate")["spec"]["secretName"] == "vgpu-scheduler-tls"
-    assert one(objects, "RuntimeClass")["metadata"]["name"] == "nvidia"
-    plugin = one(objects, "DaemonSet")
-    assert plugin["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
-    config = one(objects, "ConfigMap", "vgpu-device-plugin")["data"]
-    assert '"gpu-1"' in config["config.json"]
-    path = tmp_path / "plugin.yaml"
-    path.write_text(config["config.yaml"])
-    plugin_settings = load_plugin_config(path, env={"NODE_NAME": "gpu-1"})  # the pod env
-    assert (plugin_settings.split_count, plugin_settings.memory_scaling) == (4, 1.5)
-    assert one(objects, "ServiceMonitor", "vgpu-scheduler")
-    monitor = containers(plugin)["vgpu-monitor"]
-    assert "--legacy-metrics" in monitor["args"]
 
 
 def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serves(
@@ -224,17 +189,9 @@ def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor
         )
     dashboard = one(objects, "ConfigMap", "vgpu-dashboards")
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert "hami_gpu_memory_limit_bytes" in next(iter(dashboard["data"].values()))
-
-
-def accepts(args: list[str]) -> argparse.Namespace:
-    """Parse a container's args the way `vgpu` does; SystemExit on a flag it does not know."""
-    parser = argparse.ArgumentParser(prog="vgpu")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    command = args[0]
-    importlib.import_module(COMMANDS[command][0]).register(subparsers)
-    add_log_flags(subparsers.choices[command])
-    return parser.parse_args(args)
+    assert set(dashboard["data"]) == {"vgpu-hami.json", "vgpu-usage.json"}  # allocation, usage
+    assert "hami_gpu_memory_limit_bytes" in dashboard["data"]["vgpu-hami.json"]
+    assert "hami_host_gpu_utilization_ratio" in dashboard["data"]["vgpu-usage.json"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -244,16 +201,16 @@ def test_every_vgpu_container_passes_only_flags_its_command_accepts(variant: str
         c for owner in objects if owner["kind"] in ("Deployment", "DaemonSet")
         for c in containers(owner).values() if "args" in c
     ]
-    assert {c["args"][0] for c in found} >= {"scheduler", "device-plugin"}
+    assert {c["args"][0] for c in found} >= {"scheduler", "device-plugin", "monitor"}
     for c in found:
-        accepts(c["args"])
+        parse(c["args"])  # the `vgpu` parser: SystemExit(2) on a flag the command refuses
 
 
 def test_the_monitor_runs_beside_the_plugin_on_the_host_cache_directory() -> None:
     objects = render("default")
     plugin = one(objects, "DaemonSet")
     monitor = containers(plugin)["vgpu-monitor"]
-    parsed = accepts(monitor["args"])
+    parsed = parse(monitor["args"])
     assert (str(parsed.host_dir), parsed.metrics_listen) == ("/usr/local/vgpu/containers", ":9394")
     mounts = {m["name"]: m["mountPath"] for m in monitor["volumeMounts"]}
     hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["spec"]["template"]["spec"]["volumes"]
@@ -327,13 +284,13 @@ def test_the_device_plugin_runs_as_root_to_write_root_owned_host_directories() -
     assert hosts["lib"] == "/usr/local/vgpu"
 
 
-def test_libvgpu_is_copied_into_the_host_dir_by_an_init_container_from_a_configurable_image() -> None:
+def test_hami_core_is_copied_into_the_host_dir_by_an_init_container_from_hami_s_image() -> None:
     objects = template(set_values=(
-        "devicePlugin.libvgpu.image.registry=mirror.example.com",
-        "devicePlugin.libvgpu.image.tag=v2.9.0",
+        "devicePlugin.hamiCore.image.registry=mirror.example.com",
+        "devicePlugin.hamiCore.image.tag=v2.9.0",
     ))
     plugin = one(objects, "DaemonSet")
-    init = containers(plugin)["libvgpu"]
+    init = containers(plugin)["hami-core"]
     assert init["image"] == "mirror.example.com/projecthami/hami:v2.9.0"
     assert init["command"][-1] == "/k8s-vgpu/bin/vgpu-init.sh /usr/local/vgpu/"
     assert init["volumeMounts"] == [{"name": "lib", "mountPath": "/usr/local/vgpu"}]

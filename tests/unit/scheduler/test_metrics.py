@@ -1,6 +1,7 @@
 """`/metrics` as HAMi's dashboards and alerts read it: names, label sets, units, the zone
 label, per-container series, legacy twins, and one copy of each series across replicas; and
-every query of the shipped Grafana dashboard finds series in it."""
+every query of the shipped Grafana dashboards (allocation and usage) finds series in the
+scheduler's and the monitor's metrics."""
 
 import json
 import re
@@ -11,11 +12,17 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from tests.unit.monitor.regionbytes import UUID_A, UUID_B, two_gpu_spec, v1_bytes
 from tests.unit.scheduler.builders import World, gpu_node, manifest, world
+from vgpu.adapters.fake.accounting import FakeAccounting
+from vgpu.adapters.hamicore.layout import decode
+from vgpu.app.monitor.metrics import MonitorMetrics, MonitorSources
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.domain.pod import Container, Pod
 from vgpu.ports.cluster import Quota
+from vgpu.ports.gpu import GpuUsage
 
-DASHBOARD = Path(__file__).resolve().parents[3] / "charts" / "vgpu" / "dashboards" / "vgpu-hami.json"
+DASHBOARDS = sorted((Path(__file__).resolve().parents[3] / "charts" / "vgpu" / "dashboards").glob("*.json"))
 MIB = 1 << 20
 
 
@@ -162,9 +169,9 @@ def matches(sample: Sample, matchers: list[tuple[str, str, str]]) -> bool:
     return True
 
 
-def dashboard_exprs() -> list[str]:
+def dashboard_exprs(dashboard: Path) -> list[str]:
     """Every panel target's `expr` (rows included) and every query variable's query."""
-    board = json.loads(DASHBOARD.read_text())
+    board = json.loads(dashboard.read_text())
 
     def targets(panels: list[dict[str, object]]) -> Iterator[str]:
         for panel in panels:
@@ -185,16 +192,38 @@ def test_the_selector_reader_sees_through_functions_and_groupings() -> None:
                      ("x_total", [])]
 
 
+class _Cards:
+    """Two busy cards as NVML reports them."""
+
+    def read_usage(self) -> list[GpuUsage]:
+        return [GpuUsage(UUID_A, 0, "A100", 1522 * MIB, 40, 12),
+                GpuUsage(UUID_B, 1, "A100", 2358 * MIB, 60, 20)]
+
+
+def monitor_samples() -> list[Sample]:
+    """What `vgpu monitor` on gpu-1 serves while a container uses both of its cards."""
+    accounting = FakeAccounting()
+    region = v1_bytes(two_gpu_spec())
+    accounting.add("uid-1", "main", decode(region, len(region)))
+    pod = Pod("ml", "train", uid="uid-1", labels={"hami.io/vgpu-node": "gpu-1"},
+              containers=(Container("main"),), node_name="gpu-1")
+    sources = MonitorSources(node="gpu-1", gpus=_Cards(), accounting=accounting,  # type: ignore[arg-type]
+                             pods=lambda: [pod], clock=lambda: 1_760_000_042.5)
+    text = MonitorMetrics(sources).render().decode()
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+@pytest.mark.parametrize("dashboard", DASHBOARDS, ids=lambda path: path.stem)
 def test_every_dashboard_query_finds_series_for_a_cluster_with_running_pods(
-    cluster: World,
+    cluster: World, dashboard: Path
 ) -> None:
     metrics = SchedulerMetrics(cluster.state, cluster.config.vendor(), lambda: True)
     metrics.latency.labels("filter").observe(0.01)  # as after one extender call
     samples = [
         s for family in text_string_to_metric_families(metrics.render().decode())
         for s in family.samples
-    ]
-    exprs = dashboard_exprs()
+    ] + monitor_samples()
+    exprs = dashboard_exprs(dashboard)
     assert len(exprs) >= 15
     for expr in exprs:
         expr = re.sub(r"label_values\((\w+), *\w+\)", r"\1", expr)
