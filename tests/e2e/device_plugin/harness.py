@@ -72,6 +72,8 @@ class PluginEnv:
             str(self.hook),
             "--split-count",
             str(SPLIT),
+            "--state-dir",
+            str(self.state_dir),
             *extra,
         ]
 
@@ -81,7 +83,6 @@ class PluginEnv:
             VGPU_KUBELET_POLL="0.05",
             VGPU_REGISTER_RETRY="0.2",
             VGPU_LOCK_DIR=str(self.hook / "vgpulock"),
-            VGPU_STATE_DIR=str(self.state_dir),
         )
         env.update(self.extra_env)
         return env
