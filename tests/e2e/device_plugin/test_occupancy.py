@@ -6,9 +6,7 @@ No admission policy here: the emulator lets a tenant patch any annotation on its
 """
 
 import json
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -16,8 +14,6 @@ import pytest
 
 from tests.e2e.device_plugin.harness import NODE, UUID_A, UUID_B, PluginEnv
 from tests.e2e.device_plugin.test_device_plugin import gpu_container, pod, schedule
-from tests.e2e.k8s_emulator import pod_manifest
-from vgpu.domain.nodelock import NodeLock
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
 from vgpu.domain.vendor import NVIDIA
 
@@ -49,26 +45,19 @@ def uid_of(env: PluginEnv, name: str) -> str:
 
 def hami_pod(env: PluginEnv, name: str, grants: str, bind_phase: str) -> str:
     """A pod as HAMi's scheduler leaves it (no signature, schedulerName hami-scheduler); its uid."""
-    uid = str(uuid.uuid4())
-    annotations = {
-        "hami.io/vgpu-node": NODE,
-        "hami.io/vgpu-time": "1700000000",
-        "hami.io/bind-phase": bind_phase,
-        "hami.io/bind-time": "1700000000",
-        NVIDIA.to_allocate_annotation: grants if bind_phase == "allocating" else ";",
-        NVIDIA.allocated_annotation: grants,
-    }
-    manifest = pod_manifest(
-        "default", name, annotations=annotations, node_name=NODE, scheduler_name="hami-scheduler"
-    )
-    manifest["metadata"]["uid"] = uid
-    manifest["spec"]["containers"] = [gpu_container("main")]
-    env.api.create("/api/v1/namespaces/default/pods", manifest)
-    if bind_phase == "allocating":
-        lock = NodeLock(datetime.now(UTC), "default", name).encode()
-        env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {
-            "hami.io/mutex.lock": lock}}})  # fmt: skip
-    return uid
+    waiting = bind_phase == "allocating"
+    schedule(env, name, grants, [gpu_container("main")], bind_phase=bind_phase, lock=waiting,
+             ring=None, scheduler_name="hami-scheduler")  # fmt: skip
+    return uid_of(env, name)
+
+
+def start_beside_hamis_running_pod(env: PluginEnv) -> None:
+    """HAMi's plugin served `hami-running` 20000 MiB of card A before vgpu's plugin starts."""
+    env.kubelet.start()
+    uid = hami_pod(env, "hami-running", HALF_A, bind_phase="success")
+    env.kubelet.write_checkpoint((uid, "main", [f"{UUID_A}-7"], hami_core_envs(UUID_A, "20000m")))
+    env.start()
+    assert env.kubelet.wait_for(lambda: bool(env.kubelet.registrations))
 
 
 def hami_core_envs(uuid_: str, memory: str) -> dict[str, str]:
@@ -104,13 +93,7 @@ def test_a_tenant_editing_its_served_pod_frees_nothing_even_after_kill_9(
 
 
 def test_pods_hami_served_before_the_plugin_started_are_counted(plugin_env: PluginEnv) -> None:
-    plugin_env.kubelet.start()
-    uid = hami_pod(plugin_env, "hami-running", HALF_A, bind_phase="success")
-    plugin_env.kubelet.write_checkpoint(
-        (uid, "main", [f"{UUID_A}-7"], hami_core_envs(UUID_A, "20000m"))
-    )
-    plugin_env.start()
-    assert plugin_env.kubelet.wait_for(lambda: bool(plugin_env.kubelet.registrations))
+    start_beside_hamis_running_pod(plugin_env)
 
     details = refused_over_capacity(plugin_env, "second", 0)
 
@@ -124,13 +107,7 @@ def test_taking_over_serves_the_pods_hamis_scheduler_placed_within_capacity(
     plugin_env: PluginEnv,
 ) -> None:
     plugin_env.extra_env["VGPU_TAKEOVER__FROM_HAMI"] = "true"
-    plugin_env.kubelet.start()
-    running = hami_pod(plugin_env, "hami-running", HALF_A, bind_phase="success")
-    plugin_env.kubelet.write_checkpoint(
-        (running, "main", [f"{UUID_A}-7"], hami_core_envs(UUID_A, "20000m"))
-    )
-    plugin_env.start()
-    assert plugin_env.kubelet.wait_for(lambda: bool(plugin_env.kubelet.registrations))
+    start_beside_hamis_running_pod(plugin_env)
     hami_pod(plugin_env, "too-big", HALF_A, bind_phase="allocating")
 
     with pytest.raises(grpc.RpcError) as err:

@@ -42,7 +42,6 @@ class DevicePluginDaemon:
             threading.Thread(target=self._health.run, args=(stop,), name="gpu-health"),
             threading.Thread(target=self._keeper.run, args=(stop,), name="occupancy"),
         ]
-        self._keeper.check()  # reads the served record and says what is counted, before serving
         if self._mig is not None:
             self._mig.start()  # before serving, as HAMi cleans up before its first Allocate
             threads.append(threading.Thread(target=self._mig.run, args=(stop,), name="mig"))

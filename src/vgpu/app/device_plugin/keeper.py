@@ -64,11 +64,15 @@ class OccupancyKeeper:
         return unsigned
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self._interval):
+        """A round at once (the record is read and what is counted logged at start), then one
+        every `interval_s` until `stop` is set."""
+        while True:
             try:
                 self.check()
             except Exception:  # the loop must outlive a surprise; the next round tries again
                 log.exception("node %s: occupancy check failed", self._node)
+            if stop.wait(self._interval):
+                return
 
     def _signed(self, holder: Holder) -> bool:
         return holder.signed if holder.signed is not None else self._trust.signed(holder.pod)
