@@ -2,7 +2,8 @@
 
 Two sides: `KubeletPort` is what the application asks of the kubelet (serve the plugin on a
 unix socket, register, notice a kubelet restart, stop); `DevicePluginHandler` is what the gRPC
-adapter asks of the application when the kubelet calls in. Requests and answers are plain
+adapter asks of the application when the kubelet calls in. `KubeletCheckpointPort` reads what
+the kubelet recorded of the devices it gave containers. Requests and answers are plain
 dataclasses, so the application never sees protobuf types.
 """
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vgpu.domain.allocation import Mount
+from vgpu.domain.kubelet_holdings import DeviceAssignment
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -115,4 +117,21 @@ class KubeletPort(Protocol):
 
     def stop(self) -> None:
         """Stop serving and remove the socket file; harmless when not serving."""
+        ...
+
+
+class CheckpointUnreadable(RuntimeError):
+    """The kubelet's device checkpoint exists but does not read; the message says why."""
+
+
+class KubeletCheckpointPort(Protocol):
+    """The kubelet's record of which containers it gave devices (`kubelet_internal_checkpoint`
+    in its device-plugin directory)."""
+
+    @property
+    def path(self) -> str: ...
+
+    def assignments(self) -> Sequence[DeviceAssignment]:
+        """Every container's devices, all resources; empty when the file does not exist.
+        CheckpointUnreadable when it exists and cannot be read or parsed."""
         ...

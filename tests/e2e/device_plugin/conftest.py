@@ -32,6 +32,7 @@ def plugin_env(k8s_api: RunningApiServer, tmp_path: Path) -> Iterator[PluginEnv]
         gpu_file=gpu_file,
         kubeconfig=k8s_api.kubeconfig(tmp_path / "kubeconfig"),
         log_file=tmp_path / "device-plugin.log",
+        state_dir=tmp_path / "state",
     )
     try:
         yield env

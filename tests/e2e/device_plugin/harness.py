@@ -50,6 +50,7 @@ class PluginEnv:
     gpu_file: Path
     kubeconfig: Path
     log_file: Path
+    state_dir: Path  # where the plugin keeps its served record
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     extra_env: dict[str, str] = field(default_factory=dict)  # VGPU_* settings of one test
 
@@ -71,6 +72,8 @@ class PluginEnv:
             str(self.hook),
             "--split-count",
             str(SPLIT),
+            "--state-dir",
+            str(self.state_dir),
             *extra,
         ]
 
@@ -102,6 +105,11 @@ class PluginEnv:
                 return True
             time.sleep(0.05)
         return text in self.log()
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
+        process.kill()
+        process.wait(timeout=15)
 
     def stop(self, process: subprocess.Popen[bytes]) -> int:
         if process.poll() is None:

@@ -3,9 +3,13 @@
 Like the real kubelet, while handling Register it dials the plugin's socket, calls
 GetDevicePluginOptions and keeps those options, then reads ListAndWatch in the background.
 `restart()` does what a kubelet restart does to the directory: its socket goes away, every
-other socket in the directory is removed, and a new `kubelet.sock` appears.
+other socket in the directory is removed, and a new `kubelet.sock` appears. `write_checkpoint()`
+writes `kubelet_internal_checkpoint` as the kubelet's device manager does, for containers some
+device plugin (HAMi's, say) was asked to serve before.
 """
 
+import base64
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -94,6 +98,24 @@ class FakeKubelet:
                     return False
                 self._cond.wait(min(left, 0.1))
         return True
+
+    def write_checkpoint(self, *containers: tuple[str, str, list[str], dict[str, str]]) -> None:
+        """The device checkpoint listing (pod uid, container, device ids, Allocate envs) for
+        `nvidia.com/gpu`, ids by NUMA node as kubelets since 1.20 write them."""
+        entries = [
+            {
+                "PodUID": uid,
+                "ContainerName": container,
+                "ResourceName": "nvidia.com/gpu",
+                "DeviceIDs": {"0": ids},
+                "AllocResp": base64.b64encode(
+                    pb.ContainerAllocateResponse(envs=envs).SerializeToString()
+                ).decode(),
+            }
+            for uid, container, ids, envs in containers
+        ]
+        document = {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}
+        (self.dir / "kubelet_internal_checkpoint").write_text(json.dumps(document))
 
     # calls the kubelet makes ------------------------------------------------------------------
     def allocate(self, *containers: list[str]) -> Any:

@@ -40,9 +40,11 @@ def schedule(
     *,
     bind_phase: str = "allocating",
     lock: bool = True,
-    ring: KeyRing = RING,
+    ring: KeyRing | None = RING,
+    scheduler_name: str = "vgpu-scheduler",
 ) -> None:
-    """Leave a pod as vgpu's scheduler does after filter and bind (grant signed, node locked)."""
+    """Leave a pod as vgpu's scheduler does after filter and bind (grant signed, node locked);
+    with `ring=None` and `scheduler_name="hami-scheduler"`, as HAMi's does (unsigned)."""
     uid = str(uuid.uuid4())
     annotations = {
         "hami.io/vgpu-node": NODE,
@@ -51,10 +53,12 @@ def schedule(
         "hami.io/bind-time": "1700000000",
         TO_ALLOCATE: grants,
         "hami.io/vgpu-devices-allocated": grants,
-        GRANT_SIGNATURE_ANNOTATION: ring.sign(GrantClaim(uid, NODE, "1700000000", grants)),
     }
+    if ring is not None:
+        claim = GrantClaim(uid, NODE, "1700000000", grants)
+        annotations[GRANT_SIGNATURE_ANNOTATION] = ring.sign(claim)
     manifest = pod_manifest(
-        "default", name, annotations=annotations, node_name=NODE, scheduler_name="vgpu-scheduler"
+        "default", name, annotations=annotations, node_name=NODE, scheduler_name=scheduler_name
     )
     manifest["metadata"]["uid"] = uid
     manifest["spec"]["containers"] = [c for c in containers if not c.get("init")]

@@ -9,11 +9,15 @@ from typing import Any
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.adapters.fake.kubelet import FakeKubeletCheckpoint
+from vgpu.adapters.fake.served import FakeServedRecord
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
+from vgpu.app.device_plugin.kubeletholders import KubeletHolders
 from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.grant_trust import NamedSchedulers, Signatures
@@ -22,6 +26,7 @@ from vgpu.domain.node import ClusterNode
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 from vgpu.domain.vendor import NVIDIA
+from vgpu.ports.served import ServedRecordPort
 
 NODE = "gpu-node-1"
 UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
@@ -84,6 +89,11 @@ class World:
     hook: Path
     keys: FakeGrantKeys
     clock: list[float]  # [now] of the key ring's monotonic clock; tests move it on
+    trust: NodeGrantTrust
+    ledger: NodeLedger
+    served: ServedRecord
+    record: ServedRecordPort  # where `served` keeps its entries
+    checkpoint: FakeKubeletCheckpoint
 
     def advance(self, seconds: float) -> None:
         self.clock[0] += seconds
@@ -113,9 +123,13 @@ def world(
     trusted_schedulers: frozenset[str] = frozenset({"vgpu-scheduler"}),
     settle_s: float = 0.0,
     sleep: Callable[[float], None] = lambda seconds: None,
+    unsigned_from: frozenset[str] = frozenset(),
+    record: ServedRecordPort | None = None,
     **config: Any,
 ) -> World:
-    """The allocator of node NODE with two GPUs; grants signed with RING unless signing is off."""
+    """The allocator of node NODE with two GPUs; grants signed with RING unless signing is off
+    (or, taking over, unsigned on pods naming a scheduler in `unsigned_from`). `record`: where
+    the served record is kept (default: in memory)."""
     cluster = FakeCluster()
     cluster.put_node(ClusterNode(name=NODE))
     gpus = GpuState(GPUS, SharingConfig(split_count=split_count))
@@ -126,9 +140,13 @@ def world(
     keys = FakeGrantKeys(RING)
     clock = [0.0]
     ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
-    rule = Signatures(ring) if signing else NamedSchedulers(trusted_schedulers)
+    rule = Signatures(ring, unsigned_from) if signing else NamedSchedulers(trusted_schedulers)
     trust = NodeGrantTrust(rule, NODE, NVIDIA)
-    ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust)
+    record = FakeServedRecord() if record is None else record
+    served = ServedRecord(record, NODE, clock=lambda: "2026-01-01T00:00:00Z")
+    checkpoint = FakeKubeletCheckpoint()
+    holders = KubeletHolders(checkpoint, gpus, NVIDIA.count_resource)
+    ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders)
     allocator = Allocator(
         cluster,
         gpus,
@@ -138,8 +156,11 @@ def world(
         NVIDIA,
         trust,
         ledger,
+        served,
         lambda: next(ids),
         settle_s,
         sleep,
     )
-    return World(cluster, gpus, allocator, hook, keys, clock)
+    return World(
+        cluster, gpus, allocator, hook, keys, clock, trust, ledger, served, record, checkpoint
+    )

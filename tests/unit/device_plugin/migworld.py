@@ -10,12 +10,16 @@ from tests.unit.device_plugin.builders import ASSIGNED_TIME, NODE, RING
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.adapters.fake.kubelet import FakeKubeletCheckpoint
+from vgpu.adapters.fake.served import FakeServedRecord
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
+from vgpu.app.device_plugin.kubeletholders import KubeletHolders
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.grant_trust import Signatures
@@ -124,6 +128,8 @@ def mig_world(
     trust = NodeGrantTrust(Signatures(ring), NODE, NVIDIA)
     mig = MigManager(fake, cluster, NODE, gpus, trust)
     ids = (f"cache{i}" for i in itertools.count())
+    served = ServedRecord(FakeServedRecord(), NODE)
+    holders = KubeletHolders(FakeKubeletCheckpoint(), gpus, NVIDIA.count_resource)
     allocator = Allocator(
         cluster,
         gpus,
@@ -132,7 +138,8 @@ def mig_world(
         HostDirs(str(tmp_path / "hook"), lock_dir=str(tmp_path / "vgpulock")),
         NVIDIA,
         trust,
-        NodeLedger(cluster, gpus, NODE, NVIDIA, trust),
+        NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders),
+        served,
         lambda: next(ids),
         0.0,
         lambda seconds: None,

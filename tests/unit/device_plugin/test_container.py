@@ -1,8 +1,10 @@
 """The composition root wires the node config into every part, with adapters swapped for fakes."""
 
 import json
+import logging
 from pathlib import Path
 
+import pytest
 from dependency_injector import providers
 
 from tests.unit.device_plugin.builders import GPUS, NODE, UUID_A, UUID_B
@@ -79,3 +81,46 @@ def test_signing_picks_how_grants_are_trusted() -> None:
 
     assert "has no vgpu.io/grant-signature" in (signed.trust().problem(pod) or "")
     assert unsigned.trust().problem(pod) is None
+
+
+def test_takeover_believes_unsigned_grants_of_hamis_scheduler_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def hami_pod(scheduler: str) -> Pod:
+        return Pod(
+            "default",
+            "p",
+            uid="u1",
+            node_name=NODE,
+            scheduler_name=scheduler,
+            annotations={
+                "hami.io/vgpu-node": NODE,
+                "hami.io/vgpu-devices-allocated": f"{UUID_A},NVIDIA,1000,10:;",
+            },
+        )
+
+    takeover = DevicePluginContainer(
+        config=load_config(
+            env={"VGPU_TAKEOVER__FROM_HAMI": "true"}, overrides={"node_name": NODE}
+        )
+    )
+    takeover.grant_keys.override(providers.Object(FakeGrantKeys()))
+    plain = DevicePluginContainer(config=load_config(overrides={"node_name": NODE}))
+    plain.grant_keys.override(providers.Object(FakeGrantKeys()))
+
+    with caplog.at_level(logging.INFO):
+        assert takeover.trust().problem(hami_pod("hami-scheduler")) is None
+    assert "has no vgpu.io/grant-signature" in (
+        takeover.trust().problem(hami_pod("default-scheduler")) or ""
+    )
+    assert "has no vgpu.io/grant-signature" in (plain.trust().problem(hami_pod("hami-scheduler")) or "")
+    assert "serving takeover from HAMi (takeover.from_hami)" in caplog.text
+    assert "unsigned grants on pods that name hami-scheduler" in caplog.text
+
+
+def test_the_served_record_is_kept_under_state_dir(tmp_path: Path) -> None:
+    config = load_config(overrides={"node_name": NODE, "state_dir": tmp_path / "state"})
+
+    container = DevicePluginContainer(config=config)
+
+    assert container.served_store().location == str(tmp_path / "state" / "served.json")

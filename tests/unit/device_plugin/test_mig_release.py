@@ -15,7 +15,6 @@ from tests.unit.device_plugin.migworld import (
     mig_world,
     reserve,
 )
-from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.domain.mig import MigInstance, MigPlacement
 from vgpu.domain.mig_allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
@@ -24,7 +23,6 @@ from vgpu.domain.mig_allocations import (
     encode_mig_allocations,
 )
 from vgpu.domain.pod import Pod
-from vgpu.ports.cluster import ClusterError
 
 SMALL = "NVIDIA,4864,15:"
 
@@ -61,24 +59,15 @@ def test_the_instance_of_a_pod_that_goes_is_destroyed_and_others_kept(
 
 
 def test_nothing_is_destroyed_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
-    class Unreachable(FakeCluster):
-        down = False
-
-        def list_pods(self, node_name: str | None = None) -> list[Pod]:
-            if self.down:
-                raise ClusterError("the API server is unreachable")
-            return super().list_pods(node_name)
-
-    cluster = Unreachable()
-    w = mig_world(tmp_path, cluster=cluster)
+    w = mig_world(tmp_path)
     pod = allocated(w, "gone", MIG_A, 0)
     w.cluster.delete_pod(pod.namespace, pod.name)
-    cluster.down = True
+    w.cluster.list_pods_error = "the API server is unreachable"
 
     assert not w.mig.reconcile()
     assert w.live() == [(MIG_A, "1g.5gb", 0, 1)]
 
-    cluster.down = False
+    w.cluster.list_pods_error = ""
     assert w.mig.reconcile()
     assert w.live() == []
 
@@ -178,11 +167,8 @@ def test_a_recorded_identity_that_does_not_match_is_not_adopted(tmp_path: Path) 
 
 
 def test_start_destroys_nothing_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
-    class Unreachable(FakeCluster):
-        def list_pods(self, node_name: str | None = None) -> list[Pod]:
-            raise ClusterError("the API server is unreachable")
-
-    w = mig_world(tmp_path, cluster=Unreachable())
+    w = mig_world(tmp_path)
+    w.cluster.list_pods_error = "the API server is unreachable"
     stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
 
     assert not w.mig.start()

@@ -13,6 +13,7 @@ from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
 from vgpu.ports.cluster import (
     Action,
+    ClusterError,
     ClusterEvent,
     Conflict,
     EventHandler,
@@ -44,6 +45,7 @@ class FakeCluster:
         self._subscribers = Subscribers()
         self.events: list[tuple[str, str, str, str, bool]] = []  # ns, pod, reason, message, warning
         self.bindings: list[tuple[str, str, str]] = []  # ns, pod, node
+        self.list_pods_error = ""  # when set, list_pods fails with it (an unreachable API)
 
     # test set-up -----------------------------------------------------------------------------
     def put_node(self, node: ClusterNode) -> ClusterNode:
@@ -95,6 +97,8 @@ class FakeCluster:
             return self._nodes.get(name)
 
     def list_pods(self, node_name: str | None = None) -> list[Pod]:
+        if self.list_pods_error:
+            raise ClusterError(self.list_pods_error)
         with self._lock:
             return [p for p in self._pods.values() if node_name is None or p.node_name == node_name]
 

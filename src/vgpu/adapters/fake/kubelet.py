@@ -1,6 +1,11 @@
-"""An in-memory kubelet for the device-plugin side: implements KubeletPort without sockets."""
+"""An in-memory kubelet for the device-plugin side: implements KubeletPort without sockets, and
+KubeletCheckpointPort without a file."""
 
+from collections.abc import Sequence
+
+from vgpu.domain.kubelet_holdings import DeviceAssignment
 from vgpu.ports.kubelet import (
+    CheckpointUnreadable,
     ContainerResponse,
     DevicePluginHandler,
     KubeletError,
@@ -74,3 +79,23 @@ class FakeKubelet:
         if self._handler is None:
             raise KubeletError(f"no device plugin serves on {self.socket_path}")
         return self._handler
+
+
+class FakeKubeletCheckpoint:
+    """Implements KubeletCheckpointPort in memory: `entries` as the kubelet would have written
+    them; `error` makes reads fail as an unreadable file does."""
+
+    def __init__(self, entries: Sequence[DeviceAssignment] = ()) -> None:
+        self.entries: list[DeviceAssignment] = list(entries)
+        self.error = ""
+        self.reads = 0
+
+    @property
+    def path(self) -> str:
+        return f"{DEVICE_PLUGIN_DIR}/kubelet_internal_checkpoint"
+
+    def assignments(self) -> Sequence[DeviceAssignment]:
+        self.reads += 1
+        if self.error:
+            raise CheckpointUnreadable(f"{self.path}: {self.error}")
+        return tuple(self.entries)

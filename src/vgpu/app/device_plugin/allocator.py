@@ -5,7 +5,9 @@ The pod served is a waiting pod whose grant the plugin trusts (signed by the sch
 For each container the kubelet asks about, the next non-empty segment of
 `hami.io/vgpu-devices-to-allocate` is checked (count, cards that exist here, and the pod's whole
 grant against the plugin's own node ledger), answered with the domain's allocation, and emptied
-in the annotation. A container granted cards in MIG mode gets instead the MIG instances reserved
+in the annotation. Before any answer leaves, the pod's whole grant is saved in the served record
+(`served`), which keeps it counted until the pod ends; when that cannot be saved, nothing is
+served. A container granted cards in MIG mode gets instead the MIG instances reserved
 for it in `hami.io/vgpu-mig-allocations` (made or reused by `migmanager`), and that annotation
 gains their runtime identity in the same patch. When no segment is left the pod's bind phase
 becomes `success` and the node lock is released. Every refusal sets bind phase `failed`,
@@ -26,6 +28,7 @@ from vgpu.app.device_plugin.keyring import KeyRingUnavailable
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
 from vgpu.domain.codec import encode_pod_grants
@@ -43,10 +46,12 @@ from vgpu.domain.mig_allocations import (
 from vgpu.domain.mig_lifecycle import container_reservations
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.request import parse_request
+from vgpu.domain.signing import GrantClaim
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, Vendor
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict
 from vgpu.ports.gpu import GpuUnavailable, MigError
 from vgpu.ports.kubelet import ContainerResponse, DevicePluginError
+from vgpu.ports.served import RecordError
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +79,7 @@ class Allocator:
         vendor: Vendor,
         trust: NodeGrantTrust,
         ledger: NodeLedger,
+        served: ServedRecord,
         new_cache_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         settle_s: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -90,6 +96,7 @@ class Allocator:
         self._vendor = vendor
         self._trust = trust
         self._ledger = ledger
+        self._served = served
         self._new_cache_id = new_cache_id
         self._settle_s = settle_s
         self._sleep = sleep
@@ -103,10 +110,10 @@ class Allocator:
                 self._fail(refused, f"cannot allocate GPUs for pod {refused.key}: {reason}")
             pod = self._chosen(waiting)
             try:
-                return self._serve(pod, waiting.grants, requests)
+                return self._serve(pod, waiting.grants, waiting.claim, requests)
             except KeyRingUnavailable as exc:
                 raise self._unverifiable(exc) from exc
-            except (DevicePluginError, DomainError, ClusterError) as exc:
+            except (DevicePluginError, DomainError, ClusterError, RecordError) as exc:
                 self._fail(pod, str(exc))
                 raise DevicePluginError(f"cannot allocate GPUs for pod {pod.key}: {exc}") from exc
 
@@ -153,7 +160,11 @@ class Allocator:
         )
 
     def _serve(
-        self, pod: Pod, allocated: PodGrants, requests: Sequence[Sequence[str]]
+        self,
+        pod: Pod,
+        allocated: PodGrants,
+        claim: GrantClaim | None,
+        requests: Sequence[Sequence[str]],
     ) -> list[ContainerResponse]:
         key = self._vendor.to_allocate_annotation
         grants = list(pod_grants(pod, key))
@@ -161,7 +172,7 @@ class Allocator:
         self._ledger.check(pod, allocated, container_label(pod, first))
         mig = _MigCall()
         try:
-            return self._serve_containers(pod, requests, grants, mig)
+            return self._serve_containers(pod, requests, grants, mig, claim)
         except BaseException:
             if mig.created and self._mig is not None:
                 self._mig.undo(mig.created, pod.key)
@@ -173,6 +184,7 @@ class Allocator:
         requests: Sequence[Sequence[str]],
         grants: list[ContainerGrant],
         mig: _MigCall,
+        claim: GrantClaim | None,
     ) -> list[ContainerResponse]:
         key = self._vendor.to_allocate_annotation
         answers = []
@@ -204,6 +216,7 @@ class Allocator:
         patch = {key: remaining}
         if complete:
             patch[BIND_PHASE_ANNOTATION] = SUCCESS
+        self._record(pod, claim)
         if mig.served:
             self._patch_with_runtime(pod, patch, mig)
         else:
@@ -221,6 +234,18 @@ class Allocator:
             self._release_lock(pod)
             log.info("pod %s has all its GPUs: bind phase %s, node lock released", pod.key, SUCCESS)
         return answers
+
+    def _record(self, pod: Pod, claim: GrantClaim | None) -> None:
+        """Save the pod's grant in the served record before anything is answered."""
+        if claim is None:  # a trusted grant always has its claim; refuse rather than forget
+            raise DevicePluginError(f"no grant claim to record for pod {pod.key}")
+        try:
+            self._served.add(pod, claim, self._trust.signed(pod))
+        except RecordError as exc:
+            raise DevicePluginError(
+                f"{exc}; nothing is served without a record, which keeps the grant counted "
+                "across restarts"
+            ) from exc
 
     def _container(self, pod: Pod, index: int) -> Container:
         if index >= len(pod.containers):

@@ -24,8 +24,9 @@ Run the vgpu device plugin on one node. It lists every GPU to the kubelet as spl
 shareable replicas of the resource (nvidia.com/gpu), publishes the GPUs in the node
 annotation hami.io/node-nvidia-register for the scheduler, and on each Allocate reads the
 scheduler's grants from the pod, serves them only when the scheduler's signature verifies (key
-ring in the Secret vgpu-system/vgpu-grant-keys) and they fit the node's own ledger, and answers
-with HAMi-core's environment and mounts.
+ring in the Secret vgpu-system/vgpu-grant-keys) and they fit the node's own ledger, records what
+it served under --state-dir before it answers with HAMi-core's environment and mounts, and
+counts that until the pod ends, whatever the pod's annotations say later.
 
 Settings come from defaults < --config FILE < VGPU_* environment variables (VGPU_ plus the
 setting name in capitals, e.g. VGPU_SPLIT_COUNT=4; NODE_NAME also sets the node) < flags.
@@ -90,6 +91,13 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core not to limit SM utilisation (GPU_CORE_UTILIZATION_POLICY=disable)",
     )
+    add(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="host dir where the plugin records what it served, kept across restarts "
+        "(default /var/lib/vgpu)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -102,6 +110,7 @@ _FLAGS = (  # beside the node agent's
     "core_scaling",
     "hook_path",
     "disable_core_limit",
+    "state_dir",
 )
 
 

@@ -103,6 +103,8 @@ class DevicePluginConfig(NodeAgentSettings):
     takeover: Takeover = Field(default_factory=Takeover)
     # what the plugin served, kept across restarts where tenants cannot write (a host path)
     state_dir: Path = Path("/var/lib/vgpu")
+    # how often ended pods leave the served record and the node's unsigned grants are counted
+    occupancy_check_interval: float = Field(30.0, gt=0, le=3600)
     settle: float = Field(2.0, ge=0, le=30)
     # HAMi's nvidia.migProfileAllowlist; None: every profile NVML offers, under NVML's names
     mig_profile_allowlist: tuple[MigAllowlistItem, ...] | None = None

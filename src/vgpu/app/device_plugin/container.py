@@ -9,18 +9,22 @@ from dependency_injector import containers, providers
 
 from vgpu import __version__
 from vgpu.adapters.fake.keys import FakeGrantKeys
-from vgpu.adapters.kubelet import KubeletPlugin
+from vgpu.adapters.hostfile import JsonServedRecord
+from vgpu.adapters.kubelet import KubeletCheckpoint, KubeletPlugin
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.config import DevicePluginConfig
 from vgpu.app.device_plugin.daemon import DevicePluginDaemon
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
+from vgpu.app.device_plugin.keeper import OccupancyKeeper
 from vgpu.app.device_plugin.keyring import KeyRingCache
+from vgpu.app.device_plugin.kubeletholders import KubeletHolders
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.registrar import NodeRegistrar
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
@@ -94,22 +98,24 @@ def make_grant_keys(
 def make_trust(
     config: DevicePluginConfig, vendor: Vendor, keys: Callable[[], GrantKeyPort]
 ) -> NodeGrantTrust:
-    """Signed grants when signing is on; else grants on pods naming a trusted scheduler."""
+    """Signed grants when signing is on (and, taking over from HAMi, unsigned ones on pods
+    HAMi's scheduler placed); else grants on pods naming a trusted scheduler."""
     signing = config.signing
+    hami = frozenset(config.takeover.hami_scheduler_names if config.takeover.from_hami else ())
     if not signing.enabled:
-        log.warning(
-            "grant signing is off: serving grants on pods that name one of the schedulers %s",
-            ", ".join(signing.trusted_schedulers),
-        )
-        rule = NamedSchedulers(frozenset(signing.trusted_schedulers))
-        return NodeGrantTrust(rule, config.node_name, vendor)
+        rule = NamedSchedulers(frozenset(signing.trusted_schedulers) | hami)
+        trust = NodeGrantTrust(rule, config.node_name, vendor)
+        log.warning("serving %s", trust.describe())
+        return trust
     ring = KeyRingCache(
         keys(),
         f"Secret {signing.secret_namespace}/{signing.secret_name}",
         refresh_s=signing.refresh_interval,
         unknown_key_retry_s=signing.unknown_key_retry,
     )
-    return NodeGrantTrust(Signatures(ring), config.node_name, vendor)
+    trust = NodeGrantTrust(Signatures(ring, unsigned_from=hami), config.node_name, vendor)
+    log.info("serving %s", trust.describe())
+    return trust
 
 
 def make_vendor(config: DevicePluginConfig) -> Vendor:
@@ -213,8 +219,9 @@ def plugin_options(settings: NodeSettings) -> PluginOptions:
 
 
 class DevicePluginContainer(containers.DeclarativeContainer):
-    """Override `cluster`, `gpu_port`, `grant_keys` or `kubelet` to embed or test with other
-    adapters (`fake_cluster` and `fake_gpus` in the settings choose the fakes)."""
+    """Override `cluster`, `gpu_port`, `grant_keys`, `kubelet`, `kubelet_checkpoint` or
+    `served_store` to embed or test with other adapters (`fake_cluster` and `fake_gpus` in the
+    settings choose the fakes)."""
 
     config = providers.Dependency(instance_of=DevicePluginConfig)
 
@@ -225,6 +232,8 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     kubelet = providers.Singleton(
         KubeletPlugin, config.provided.plugin_dir, config.provided.socket_name
     )
+    kubelet_checkpoint = providers.Singleton(KubeletCheckpoint, config.provided.plugin_dir)
+    served_store = providers.Singleton(JsonServedRecord, config.provided.state_dir)
 
     settings = providers.Singleton(node_settings, config)
     gpus = providers.Singleton(
@@ -239,8 +248,18 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
+    served = providers.Singleton(ServedRecord, served_store, config.provided.node_name)
     ledger = providers.Singleton(
-        NodeLedger, cluster, gpus, config.provided.node_name, vendor, trust
+        NodeLedger,
+        cluster,
+        gpus,
+        config.provided.node_name,
+        vendor,
+        trust,
+        served,
+        providers.Singleton(
+            KubeletHolders, kubelet_checkpoint, gpus, config.provided.resource_name
+        ),
     )
     allocator = providers.Singleton(
         Allocator,
@@ -252,6 +271,7 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         vendor,
         trust,
         ledger,
+        served,
         settle_s=config.provided.settle,
         mig=mig,
     )
@@ -278,12 +298,22 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         topology=providers.Singleton(make_topology, config, gpu_port),
     )
     health = providers.Singleton(HealthWatcher, gpu_port, gpus)
+    keeper = providers.Singleton(
+        OccupancyKeeper,
+        cluster,
+        config.provided.node_name,
+        ledger,
+        served,
+        trust,
+        config.provided.occupancy_check_interval,
+    )
     daemon = providers.Singleton(
         DevicePluginDaemon,
         session,
         registrar,
         health,
         gpu_port,
+        keeper,
         config.provided.kubelet_poll,
         mig=mig,
     )

@@ -4,6 +4,7 @@ import logging
 import threading
 
 from vgpu.app.device_plugin.health import HealthWatcher
+from vgpu.app.device_plugin.keeper import OccupancyKeeper
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.session import KubeletSession
@@ -13,8 +14,8 @@ log = logging.getLogger(__name__)
 
 
 class DevicePluginDaemon:
-    """Node registration, health watching and (on a node with GPUs in MIG mode) the release of
-    MIG instances on threads; the kubelet session on the caller's."""
+    """Node registration, health watching, the occupancy keeper and (on a node with GPUs in MIG
+    mode) the release of MIG instances on threads; the kubelet session on the caller's."""
 
     def __init__(
         self,
@@ -22,6 +23,7 @@ class DevicePluginDaemon:
         registrar: NodeRegistrar,
         health: HealthWatcher,
         gpu_port: GpuPort,
+        keeper: OccupancyKeeper,
         kubelet_poll_s: float = 1.0,
         mig: MigManager | None = None,
     ) -> None:
@@ -29,6 +31,7 @@ class DevicePluginDaemon:
         self._registrar = registrar
         self._health = health
         self._gpu_port = gpu_port
+        self._keeper = keeper
         self._poll = kubelet_poll_s
         self._mig = mig if mig is not None and mig.active else None
 
@@ -37,6 +40,7 @@ class DevicePluginDaemon:
         threads = [
             threading.Thread(target=self._registrar.run, args=(stop,), name="node-registrar"),
             threading.Thread(target=self._health.run, args=(stop,), name="gpu-health"),
+            threading.Thread(target=self._keeper.run, args=(stop,), name="occupancy"),
         ]
         if self._mig is not None:
             self._mig.start()  # before serving, as HAMi cleans up before its first Allocate

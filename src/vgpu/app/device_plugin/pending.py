@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.errors import CodecError, DomainError
 from vgpu.domain.grant import ContainerGrant, PodGrants
+from vgpu.domain.grant_trust import GrantVerdict
 from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.pod import Pod
+from vgpu.domain.signing import GrantClaim
 from vgpu.domain.vendor import (
     BIND_PHASE_ANNOTATION,
     BIND_TIME_ANNOTATION,
@@ -34,12 +36,13 @@ FAILED = "failed"
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """The pod to serve (None when no trusted one waits) with its trusted `allocated` grants,
-    and the waiting pods refused, why."""
+    """The pod to serve (None when no trusted one waits) with its trusted `allocated` grants
+    and the claim they were read from, and the waiting pods refused, why."""
 
     chosen: Pod | None = None
     grants: PodGrants = ()
     refused: list[tuple[Pod, str]] = field(default_factory=list)
+    claim: GrantClaim | None = None
 
 
 def find_pending_pod(
@@ -50,7 +53,7 @@ def find_pending_pod(
     A pod waits when it is Pending, bound to `node`, in bind phase `allocating`, and has
     containers left to serve (or an unreadable grant, which is then refused with the reason).
     """
-    trusted: list[tuple[Pod, PodGrants]] = []
+    trusted: list[tuple[Pod, GrantVerdict]] = []
     refused: list[tuple[Pod, str]] = []
     for pod in cluster.list_pods(node):
         if not is_waiting(pod, node, vendor):
@@ -60,14 +63,15 @@ def find_pending_pod(
         if not problem and verdict.grants is not None:
             problem = to_allocate_problem(pod, vendor, verdict.grants) or ""
             if not problem:
-                trusted.append((pod, verdict.grants))
+                trusted.append((pod, verdict))
                 continue
         refused.append((pod, problem))
     if not trusted:
         return Waiting(None, (), refused)
     owner = _lock_owner(cluster, node)
     trusted.sort(key=lambda t: (t[0].key != owner, _bind_time(t[0]), t[0].namespace, t[0].name))
-    return Waiting(trusted[0][0], trusted[0][1], refused)
+    pod, verdict = trusted[0]
+    return Waiting(pod, verdict.grants or (), refused, verdict.claim)
 
 
 def is_waiting(pod: Pod, node: str, vendor: Vendor) -> bool:

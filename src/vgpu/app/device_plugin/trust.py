@@ -40,6 +40,27 @@ class NodeGrantTrust:
         """Why the pod's grant is not to be believed on this node; None when it is."""
         return self.judge(pod).problem or None
 
+    def signed(self, pod: Pod) -> bool:
+        """Whether the pod's grant is believed for its signature, not only for the scheduler
+        it names (HAMi's, while taking over, or any with signing off)."""
+        if not isinstance(self._rule, Signatures) or self._rule.verifier is None:
+            return False
+        rule = Signatures(self._rule.verifier)
+        return judge_grant(pod, self._vendor, rule, self._node).trusted
+
+    def describe(self) -> str:
+        """Which grants this plugin serves, for the log at start."""
+        if isinstance(self._rule, NamedSchedulers):
+            names = ", ".join(sorted(self._rule.names))
+            return f"signing off: unsigned grants on pods that name one of {names}"
+        if self._rule.unsigned_from:
+            names = ", ".join(sorted(self._rule.unsigned_from))
+            return (
+                "takeover from HAMi (takeover.from_hami): grants signed by vgpu's scheduler, "
+                f"and unsigned grants on pods that name {names}"
+            )
+        return "grants signed by vgpu's scheduler only"
+
 
 def pod_grants(pod: Pod, key: str) -> PodGrants:
     """The grants in the pod's annotation `key` (`allocated` or `to-allocate`), where a card

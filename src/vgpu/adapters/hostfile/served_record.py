@@ -1,0 +1,85 @@
+"""The served record as a JSON file on the host, replaced atomically on every change.
+
+A save writes `<file>.tmp` in the same directory, fsyncs it, renames it over the file and
+fsyncs the directory: after a crash or a power cut the file holds the old record or the new
+one, never a mix, and never nothing once something was saved.
+"""
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from vgpu.domain.served_record import (
+    RecordFormatError,
+    ServedGrant,
+    decode_served_record,
+    encode_served_record,
+)
+from vgpu.ports.served import RecordCorrupt, RecordError
+
+FILE_NAME = "served.json"
+
+
+class JsonServedRecord:
+    """Implements ServedRecordPort with `<state_dir>/served.json`; the directory is made on
+    the first save when missing."""
+
+    def __init__(self, state_dir: Path, name: str = FILE_NAME) -> None:
+        self._dir = state_dir
+        self._path = state_dir / name
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    def load(self) -> list[ServedGrant]:
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except UnicodeDecodeError as exc:
+            raise RecordCorrupt(f"served record {self._path} is not UTF-8 text: {exc}") from None
+        except OSError as exc:
+            raise RecordError(f"cannot read served record {self._path}: {_why(exc)}") from None
+        try:
+            return decode_served_record(text)[1]
+        except RecordFormatError as exc:
+            raise RecordCorrupt(f"served record {self._path} does not read: {exc}") from None
+
+    def save(self, node: str, grants: Sequence[ServedGrant]) -> None:
+        data = encode_served_record(node, grants).encode()
+        temporary = self._path.with_name(self._path.name + ".tmp")
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            with temporary.open("wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self._path)
+            _sync_directory(self._dir)
+        except OSError as exc:
+            raise RecordError(f"cannot write served record {self._path}: {_why(exc)}") from None
+
+    def set_aside(self) -> str:
+        aside = self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
+        try:
+            os.replace(self._path, aside)
+            _sync_directory(self._dir)
+        except OSError as exc:
+            raise RecordError(
+                f"cannot move corrupt served record {self._path} aside: {_why(exc)}"
+            ) from None
+        return str(aside)
+
+
+def _sync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)

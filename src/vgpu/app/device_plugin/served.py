@@ -1,0 +1,143 @@
+"""The plugin's memory of what it served: pod uid to the grant it handed out, kept on the host.
+
+An entry is saved before the Allocate answer leaves (no record, no answer), and dropped only
+once the pod has ended, as a successful read of the node's pods shows (finished, or gone).
+Whatever the pod's annotations say later, its served grant stays counted.
+
+Reading the record at start:
+
+- no file: nothing was served yet;
+- a file that does not read (damaged, edited): it is moved aside (`served.json.corrupt-<time>`,
+  kept for a person to look at), an error is logged, and the plugin starts from an empty
+  record: what it served before is still counted from the kubelet's checkpoint, which lists
+  every container that holds devices with the answer it was given;
+- a file that cannot be read at all (permissions, I/O): nothing is served (RecordError) until
+  it reads, since saving a new record then would overwrite what the old one holds.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from vgpu.domain.device import Usage
+from vgpu.domain.pod import Pod
+from vgpu.domain.served_record import ServedGrant
+from vgpu.domain.signing import GrantClaim
+from vgpu.ports.served import RecordCorrupt, ServedRecordPort
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One recorded grant with what it holds per card, decoded once."""
+
+    grant: ServedGrant
+    footprint: dict[str, Usage]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ServedRecord:
+    """Thread-safe: the Allocate path adds, the keeper's loop prunes."""
+
+    def __init__(
+        self, store: ServedRecordPort, node: str, clock: Callable[[], str] = utc_now
+    ) -> None:
+        self._store = store
+        self._node = node
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._served: dict[str, Served] | None = None  # None: not read yet
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def entries(self) -> dict[str, Served]:
+        """By pod uid, every grant served and not yet known to have ended; RecordError while
+        the record cannot be read."""
+        with self._lock:
+            return dict(self._loaded())
+
+    def add(self, pod: Pod, claim: GrantClaim, signed: bool) -> bool:
+        """Record `pod`'s grant (the claim it was served under) and save the record before
+        returning; True when it was new. RecordError when it cannot be saved: then nothing
+        may be served."""
+        with self._lock:
+            served = self._loaded()
+            if pod.uid in served:
+                return False
+            grant = ServedGrant(
+                pod.uid,
+                pod.key,
+                claim.allocated,
+                claim.mig_reservations,
+                pod.init_count,
+                signed,
+                self._clock(),
+            )
+            updated = {**served, pod.uid: Served(grant, grant.footprint())}
+            self._save(updated)
+            self._served = updated
+        log.info(
+            "served record %s: pod %s (uid %s) holds %s until it ends",
+            self._store.location,
+            pod.key,
+            pod.uid,
+            grant.allocated,
+        )
+        return True
+
+    def prune(self, live_uids: Collection[str]) -> list[ServedGrant]:
+        """Drop the pods whose uid is not in `live_uids` (read from the cluster: not finished,
+        still there) and save; the grants dropped. RecordError when it cannot be saved (the
+        entries are then kept, to be dropped next time)."""
+        with self._lock:
+            served = self._loaded()
+            ended = [s.grant for uid, s in served.items() if uid not in live_uids]
+            if not ended:
+                return []
+            kept = {uid: s for uid, s in served.items() if uid in live_uids}
+            self._save(kept)
+            self._served = kept
+        for grant in ended:
+            log.info(
+                "pod %s (uid %s) has ended: its grant %s is no longer counted on node %s",
+                grant.pod,
+                grant.pod_uid,
+                grant.allocated,
+                self._node,
+            )
+        return ended
+
+    def _loaded(self) -> dict[str, Served]:
+        if self._served is None:
+            self._served = self._read()
+        return self._served
+
+    def _read(self) -> dict[str, Served]:
+        try:
+            grants = self._store.load()
+        except RecordCorrupt as exc:
+            aside = self._store.set_aside()
+            log.error(
+                "%s; moved it to %s and starting from an empty record: the pods it served "
+                "are counted from the kubelet's device checkpoint instead",
+                exc,
+                aside,
+            )
+            return {}
+        log.info(
+            "served record %s: %d pod(s) served before this start are counted until they end",
+            self._store.location,
+            len(grants),
+        )
+        return {g.pod_uid: Served(g, g.footprint()) for g in grants}
+
+    def _save(self, served: dict[str, Served]) -> None:
+        self._store.save(self._node, [s.grant for s in served.values()])
