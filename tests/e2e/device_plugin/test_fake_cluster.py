@@ -74,6 +74,7 @@ def test_it_registers_the_gpus_and_serves_a_pod_of_the_file_without_a_cluster(
         sys.executable, "-m", "vgpu.app.cli", "device-plugin", "--node-name", NODE,
         "--fake-gpus", str(gpus), "--fake-cluster", str(cluster_file(tmp_path / "cluster.yaml")),
         "--plugin-dir", str(plugin_dir), "--hook-path", str(tmp_path / "hook"),
+        "--state-dir", str(tmp_path / "state"),
     ]  # fmt: skip
     env = {
         "PATH": "/usr/bin:/bin",
