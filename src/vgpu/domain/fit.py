@@ -1,6 +1,6 @@
 """Can a pod be placed on one node, and on which cards? Every rejection says why."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -166,7 +166,7 @@ def _fit_container(
     budget: Budget,
     spent: Usage,
 ) -> ContainerGrant | NodeRejection:
-    if request.count > len(node.devices) and not _fills_mig_cards(plan, node):
+    if request.count > len(node.devices) and not is_mig_request(plan, node.devices):
         return NodeRejection(
             node.name,
             Reason.NOT_ENOUGH_CARDS,
@@ -287,10 +287,19 @@ def _choose(
     return _Shortfall(refused, held_last)
 
 
-def _fills_mig_cards(plan: PodPlan, node: NodeView) -> bool:
-    """Whether a container of the pod may take several instances of one card here, so that it
-    may ask for more devices than the node has cards (HAMi's isMIGRequest)."""
-    return plan.selector.takes_mig and any(d.mode == MIG_MODE for d in node.devices)
+def is_mig_request(plan: PodPlan, devices: Iterable[Device]) -> bool:
+    """Whether a container of the pod may take several instances of one card among `devices`,
+    so that it may ask for more devices than there are cards (HAMi's isMIGRequest). Only a pod
+    that names `mig` in `nvidia.com/vgpu-mode` is, as only such a pod gets MIG cards; HAMi
+    also counts a pod that names no mode.
+
+    >>> plan = PodPlan("ns/p", "ns", ("c",), (ContainerRequest(2),), 0,
+    ...                CardSelector(modes=("mig",)), PodPolicies())
+    >>> card = Device("GPU-a", 0, "A100", 7, 40960, mode="mig")
+    >>> is_mig_request(plan, [card]), is_mig_request(replace(plan, selector=ANY_CARD), [card])
+    (True, False)
+    """
+    return plan.selector.takes_mig and any(d.mode == MIG_MODE for d in devices)
 
 
 def _another_instance(
