@@ -63,6 +63,7 @@ from vgpu.domain.node_health import NodeHealthBook
 from vgpu.domain.nodelock import (
     NodeLock,
     lock_owner,
+    lock_releasable,
     locks_node,
     node_lock_expiry,
     node_lock_value,
@@ -186,6 +187,7 @@ __all__ = [
     "limits_from_hard",
     "link_name_score",
     "lock_owner",
+    "lock_releasable",
     "locks_node",
     "mig_choice",
     "mig_placement",

@@ -50,20 +50,6 @@ class NodeLock:
     def owned_by(self, namespace: str, pod: str) -> bool:
         return (self.namespace, self.pod) == (namespace, pod)
 
-    @property
-    def legacy(self) -> bool:
-        """A bare timestamp from an older HAMi scheduler: it names no owning pod."""
-        return not self.namespace and not self.pod
-
-    def releasable_by(self, namespace: str, pod: str) -> bool:
-        """Whether `namespace/pod` may remove this lock after its Allocate.
-
-        Its own lock, or a legacy one: the HAMi versions that wrote bare timestamps released
-        the lock without an owner check, and no pod can ever prove it owns one, so refusing
-        would keep the node locked until the lock expires.
-        """
-        return self.legacy or self.owned_by(namespace, pod)
-
     def expired(self, now: datetime, expiry: timedelta = DEFAULT_EXPIRY) -> bool:
         return now - self.taken_at > expiry
 
@@ -83,6 +69,26 @@ def parse_node_lock(value: str) -> NodeLock:
     if taken_at.tzinfo is None:
         raise DomainError(f"node lock {value!r}: time {stamp!r} has no zone")
     return NodeLock(taken_at, namespace, pod)
+
+
+def lock_releasable(value: str, namespace: str, pod: str) -> bool:
+    """Whether `namespace/pod` may remove the lock `value` after its Allocate (HAMi's rule).
+
+    A lock that ends with the pod's owner part is its own, whether or not its time can be read;
+    one that names no owner at all (a legacy bare time, or anything without a comma) is
+    released too: the HAMi versions that wrote bare times released without an owner check,
+    and no pod could ever prove it owns one, so refusing would keep the node locked until the
+    lock expires.
+
+    >>> lock_releasable("2026-07-03T15:35:10Z,ml,train", "ml", "train")
+    True
+    >>> lock_releasable("not-a-time,ml,train", "ml", "train")
+    True
+    >>> lock_releasable("2026-07-03T15:35:10Z,ml,eval", "ml", "train")
+    False
+    """
+    owner = OWNER_SEPARATOR + lock_owner(namespace, pod)
+    return OWNER_SEPARATOR not in value or value.endswith(owner)
 
 
 def lock_owner(namespace: str, pod: str, separator: str = OWNER_SEPARATOR) -> str:
