@@ -9,6 +9,10 @@ Typical use (see README "Embedding the domain")::
     if isinstance(decision, Placement):
         ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
         annotation = encode_pod_grants(decision.grants)
+
+HAMi's own steps can be asked one by one too (card order for a policy string, node-lock rules,
+MIG geometry, topology helpers, its encoders and reason tokens): the README's table maps each
+HAMi function to its name here.
 """
 
 from vgpu.domain.admission import AdmissionConfig, AdmissionDecision, admit
