@@ -189,7 +189,7 @@ def test_a_device_id_this_plugin_never_advertised_is_refused(tmp_path: Path) -> 
     w = mig_world(tmp_path)
     w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
 
-    with pytest.raises(DevicePluginError, match="unknown device.* MIG-unknown-0"):
+    with pytest.raises(DevicePluginError, match=r"unknown device.* MIG-unknown-0"):
         w.allocator.allocate([["MIG-unknown-0"]])
 
     assert w.fake.mig_instances() == []
