@@ -66,8 +66,9 @@ class NodeRejection:
 
     `considered` is how many cards were looked at; those not in `cards` passed every per-card
     rule but were too few (on one NUMA node, when `reason` is NumaNotFit). `taken` is how many
-    devices the fit held when it ran out (HAMi's AllocatedCardsInsufficientRequest count: the
-    last NUMA node's cards, a MIG card once per instance); None counts every card that passed.
+    devices the fit held when it ran out, a MIG card once per instance: on a NUMA shortfall the
+    last NUMA node's, which HAMi counts as AllocatedCardsInsufficientRequest and the others'
+    cards as NumaNotFit (all of them, when `taken` is None).
     """
 
     node: str
@@ -87,7 +88,7 @@ class NodeRejection:
     def hami_reason(self) -> str:
         """HAMi's wire form (its GenReason): each reason with its count over all cards
         considered, the items sorted as text. Cards that passed every rule count as
-        AllocatedCardsInsufficientRequest as far as `taken`, the others as NumaNotFit.
+        AllocatedCardsInsufficientRequest, on a NUMA shortfall only as far as `taken`.
 
         >>> quota = CardRejection("GPU-b", Reason.QUOTA)
         >>> NodeRejection("n", Reason.QUOTA, "", (quota,) * 3, considered=4).hami_reason
@@ -100,11 +101,12 @@ class NodeRejection:
             return self.reason.value
         counts = Counter(c.reason for c in self.cards)
         passed = total - len(self.cards)
-        if self.taken is None:
-            counts[Reason.NUMA if self.reason is Reason.NUMA else Reason.TOO_FEW_LEFT] += passed
-        else:
-            counts[Reason.TOO_FEW_LEFT] += self.taken
-            counts[Reason.NUMA] += passed - self.taken
+        if self.reason is Reason.NUMA:
+            held = self.taken or 0
+            counts[Reason.TOO_FEW_LEFT] += held
+            counts[Reason.NUMA] += passed - held
+        else:  # a MIG card may have given several instances before it ran out
+            counts[Reason.TOO_FEW_LEFT] += max(passed, self.taken or 0)
         return gen_reason({r.value: n for r, n in counts.items() if n > 0}, total)
 
 
