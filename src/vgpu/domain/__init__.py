@@ -9,6 +9,10 @@ Typical use (see README "Embedding the domain")::
     if isinstance(decision, Placement):
         ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
         annotation = encode_pod_grants(decision.grants)
+
+HAMi's own steps can be asked one by one too (card order for a policy string, node-lock rules,
+MIG geometry, topology helpers, its encoders and reason tokens): the README's table maps each
+HAMi function to its name here.
 """
 
 from vgpu.domain.admission import AdmissionConfig, AdmissionDecision, admit
@@ -20,10 +24,14 @@ from vgpu.domain.allocation import (
     allocate_container,
 )
 from vgpu.domain.codec import (
+    decode_mig_profiles,
     decode_node_devices,
     decode_pod_grants,
+    encode_mig_profiles,
     encode_node_devices,
+    encode_node_devices_csv,
     encode_pod_grants,
+    encode_vendor_grants,
 )
 from vgpu.domain.decision import (
     Decision,
@@ -42,25 +50,65 @@ from vgpu.domain.errors import (
     PolicyError,
     RequestError,
 )
-from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, node_score
+from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, is_mig_request, node_score
 from vgpu.domain.grant import DeviceGrant, PodGrants
+from vgpu.domain.handshake import HamiVersion, HandshakeVerdict, NodeMemory
 from vgpu.domain.ledger import Ledger
 from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
 from vgpu.domain.mig_fit import mig_choice
+from vgpu.domain.mig_geometry import (
+    can_place_mig_profiles,
+    legacy_mig_template,
+    mig_placement,
+    placement_order,
+)
 from vgpu.domain.node import ClusterNode, node_from_manifest
+from vgpu.domain.node_health import NodeHealthBook
+from vgpu.domain.nodelock import (
+    NodeLock,
+    lock_owner,
+    lock_releasable,
+    locks_node,
+    node_lock_expiry,
+    node_lock_value,
+    parse_go_duration,
+    parse_node_lock,
+)
 from vgpu.domain.pod import Container, Pod, pod_from_manifest
 from vgpu.domain.policy import PodPolicies, Policy, card_score, pod_policies
+from vgpu.domain.policy_chain import (
+    ScoredCard,
+    order_scored_cards,
+    policy_contains,
+    sort_keys,
+    sorts_before,
+)
 from vgpu.domain.quota import Budget, QuotaBook, QuotaLimits, limits_from_hard
-from vgpu.domain.reasons import NodeRejection, Reason
+from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, gen_reason, parse_reason
 from vgpu.domain.request import ContainerRequest, RequestDefaults, parse_request
 from vgpu.domain.scoring_weights import DEFAULT_WEIGHTS, ScoringWeights, parse_scoring_weights
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, SigningError
-from vgpu.domain.topology import SCORE_ANNOTATION, choose_cards, decode_pair_scores
+from vgpu.domain.topology import (
+    LINK_NAME_POINTS,
+    SCORE_ANNOTATION,
+    GpuLink,
+    PcieLink,
+    Topology,
+    best_combination,
+    choose_cards,
+    decode_pair_scores,
+    encode_pair_scores,
+    group_score,
+    least_connected_card,
+    link_name_score,
+    pair_scores,
+)
 from vgpu.domain.vendor import NVIDIA, Vendor
 
 __all__ = [
     "DEFAULT_WEIGHTS",
     "GRANT_SIGNATURE_ANNOTATION",
+    "LINK_NAME_POINTS",
     "NVIDIA",
     "SCORE_ANNOTATION",
     "AdmissionConfig",
@@ -68,6 +116,7 @@ __all__ = [
     "AllocationConfig",
     "AllocationInput",
     "Budget",
+    "CardRejection",
     "ClusterNode",
     "CodecError",
     "Container",
@@ -77,7 +126,10 @@ __all__ = [
     "Device",
     "DeviceGrant",
     "DomainError",
+    "GpuLink",
     "GrantClaim",
+    "HamiVersion",
+    "HandshakeVerdict",
     "KeyRing",
     "Ledger",
     "LedgerError",
@@ -86,9 +138,13 @@ __all__ = [
     "MigSlot",
     "Mount",
     "NoPlacement",
+    "NodeHealthBook",
+    "NodeLock",
+    "NodeMemory",
     "NodeRejection",
     "NodeScore",
     "NodeView",
+    "PcieLink",
     "Placement",
     "Pod",
     "PodGrants",
@@ -102,29 +158,59 @@ __all__ = [
     "RequestDefaults",
     "RequestError",
     "SchedulingConfig",
+    "ScoredCard",
     "ScoringWeights",
     "SigningError",
+    "Topology",
     "Usage",
     "Vendor",
     "admit",
     "allocate_container",
+    "best_combination",
+    "can_place_mig_profiles",
     "card_order",
     "card_score",
     "choose_cards",
     "decide",
+    "decode_mig_profiles",
     "decode_node_devices",
     "decode_pair_scores",
     "decode_pod_grants",
+    "encode_mig_profiles",
     "encode_node_devices",
+    "encode_node_devices_csv",
+    "encode_pair_scores",
     "encode_pod_grants",
+    "encode_vendor_grants",
     "fit_pod",
+    "gen_reason",
+    "group_score",
+    "is_mig_request",
+    "least_connected_card",
+    "legacy_mig_template",
     "limits_from_hard",
+    "link_name_score",
+    "lock_owner",
+    "lock_releasable",
+    "locks_node",
     "mig_choice",
+    "mig_placement",
     "node_from_manifest",
+    "node_lock_expiry",
+    "node_lock_value",
     "node_score",
+    "order_scored_cards",
+    "pair_scores",
+    "parse_go_duration",
+    "parse_node_lock",
+    "parse_reason",
     "parse_request",
     "parse_scoring_weights",
+    "placement_order",
     "plan_pod",
     "pod_from_manifest",
     "pod_policies",
+    "policy_contains",
+    "sort_keys",
+    "sorts_before",
 ]

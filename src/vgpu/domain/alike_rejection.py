@@ -115,6 +115,7 @@ class AlikeRejection(NodeRejection):
         _set_reason(made, model.rejection.reason)
         _set_message(made, model.rejection.message)
         _set_considered(made, model.rejection.considered)
+        _set_taken(made, model.rejection.taken)
         _set_model(made, model)
         _set_devices(made, devices)
         return made
@@ -145,7 +146,7 @@ class AlikeRejection(NodeRejection):
         return model.line
 
     def _fields(self) -> tuple[object, ...]:
-        return (self.node, self.reason, self.message, self.cards, self.considered)
+        return (self.node, self.reason, self.message, self.cards, self.considered, self.taken)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NodeRejection):
@@ -156,6 +157,7 @@ class AlikeRejection(NodeRejection):
             other.message,
             other.cards,
             other.considered,
+            other.taken,
         )
 
     def __hash__(self) -> int:
@@ -169,5 +171,6 @@ _set_node = NodeRejection.__dict__["node"].__set__
 _set_reason = NodeRejection.__dict__["reason"].__set__
 _set_message = NodeRejection.__dict__["message"].__set__
 _set_considered = NodeRejection.__dict__["considered"].__set__
+_set_taken = NodeRejection.__dict__["taken"].__set__
 _set_model = AlikeRejection.__dict__["_model"].__set__
 _set_devices = AlikeRejection.__dict__["_devices"].__set__

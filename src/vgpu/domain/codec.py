@@ -65,13 +65,17 @@ def decode_node_devices(text: str, annotation: str = REGISTER) -> list[Device]:
 
     A card id must be usable inside a grant, so one holding a grant separator, whitespace or a
     control character is refused, and so is an id listed twice: either would let one card be
-    read as another, or the same card be granted twice to one container.
+    read as another, or the same card be granted twice to one container. An empty value is
+    refused too (as HAMi refuses it): no device plugin writes one, since a node without GPUs
+    registers `[]`, so it is a damaged annotation, not a node without GPUs.
     """
     stripped = text.strip()
     if stripped.startswith(("[", "{")):
         devices = _decode_json_devices(stripped, annotation)
     elif stripped == "":
-        return []
+        raise CodecError(
+            annotation, "whole value", "empty (a device plugin with no GPUs registers [])"
+        )
     else:
         devices = _decode_csv_devices(stripped, annotation)
     _refuse_repeated_ids([d.uuid for d in devices], annotation, "device")
@@ -242,10 +246,55 @@ def encode_pod_grants(grants: PodGrants) -> str:
     )
 
 
+def encode_node_devices_csv(devices: Sequence[Device]) -> str:
+    """HAMi's legacy CSV form (its EncodeNodeDevices, read by v2.5-v2.7 schedulers):
+    `id,count,devmem,devcore,type,numa,health,index,mode:` per card. MIG profiles have no
+    place in it.
+
+    >>> encode_node_devices_csv([Device("GPU-a", 1, "NVIDIA-Tesla P4", 10, 7680)])
+    'GPU-a,10,7680,100,NVIDIA-Tesla P4,0,true,1,hami-core:'
+    """
+    return "".join(
+        f"{d.uuid},{d.count},{d.memory},{d.cores},{d.type},{d.numa},"
+        f"{str(d.healthy).lower()},{d.index},{d.mode}:"
+        for d in devices
+    )
+
+
+def encode_mig_profiles(profiles: Sequence[MigProfile]) -> str:
+    """A card's `migProfiles` list as HAMi writes it inside the register annotation: compact
+    JSON, every key of each profile written.
+
+    >>> encode_mig_profiles([MigProfile("1g.5gb", 1, 4864, 15, (MigPlacement(6, 1),))])
+    '[{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"placements":[{"start":6,"size":1}]}]'
+    """
+    return json.dumps([_profile_json(p) for p in profiles], separators=(",", ":"))
+
+
+def decode_mig_profiles(text: str, annotation: str = REGISTER) -> tuple[MigProfile, ...]:
+    """Inverse of `encode_mig_profiles`; CodecError names the profile at fault."""
+    return _profiles_from_json(read_json(text, annotation), annotation, "value")
+
+
+def encode_vendor_grants(container: ContainerGrant, vendor: str) -> str:
+    """One container's grants of one vendor, `:`-separated without a trailing one (HAMi's
+    EncodeContainerDeviceType); the other vendors' grants are left out.
+
+    >>> a, b = DeviceGrant("GPU-a", "NVIDIA", 1000, 10), DeviceGrant("GPU-b", "AMD", 2000, 20)
+    >>> encode_vendor_grants((a, b, a), "NVIDIA")
+    'GPU-a,NVIDIA,1000,10:GPU-a,NVIDIA,1000,10'
+    """
+    return ":".join(
+        f"{g.uuid},{g.vendor},{g.memory},{g.cores}" for g in container if g.vendor == vendor
+    )
+
+
 def decode_pod_grants(
     text: str, annotation: str = GRANTS, mig: Sequence[MigReservation] = ()
 ) -> PodGrants:
-    """Inverse of `encode_pod_grants`; CodecError for any malformed card entry.
+    """Inverse of `encode_pod_grants`; CodecError for any malformed card entry. The vendor
+    field is read as written, empty included (as HAMi reads it): the usage counts whatever the
+    vendor, and the device plugin serves only grants of its own vendor.
 
     A container names each card once, except that in MIG mode one card may hold several of its
     MIG devices (HAMi v2.10): a repeat is read only where `mig`, the pod's
@@ -278,8 +327,6 @@ def _decode_container(
                 annotation, where, f"expected UUID,VENDOR,MEM,CORES, got {brief(entry)}"
             )
         uuid, vendor, memory, cores = fields
-        if not vendor:
-            raise CodecError(annotation, where, f"empty vendor in {brief(entry)}")
         _check_card_id(uuid, annotation, where)
         grants.append(
             DeviceGrant(  # interned: every grant on a card names the same card and vendor

@@ -1,6 +1,6 @@
 """Can a pod be placed on one node, and on which cards? Every rejection says why."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -166,18 +166,19 @@ def _fit_container(
     budget: Budget,
     spent: Usage,
 ) -> ContainerGrant | NodeRejection:
-    if request.count > len(node.devices) and not _fills_mig_cards(plan, node):
+    if request.count > len(node.devices) and not is_mig_request(plan, node.devices):
         return NodeRejection(
             node.name,
             Reason.NOT_ENOUGH_CARDS,
             f"wants {request.count} cards, node has {len(node.devices)}",
         )
     candidates, rejected = _candidates(plan, request, node, taken)
-    chosen, over_quota = _choose(candidates, request, budget, spent, plan, node.pair_scores)
-    if chosen is not None:
+    chosen = _choose(candidates, request, budget, spent, plan, node.pair_scores)
+    if isinstance(chosen, tuple):
         return chosen
-    rejected.extend(over_quota)
-    message = _shortage(node, request, len(candidates) - len(over_quota), rejected)
+    rejected.extend(chosen.refused)
+    over_quota = {r.uuid for r in chosen.refused if r.reason is Reason.QUOTA}
+    message = _shortage(node, request, len(candidates) - len(over_quota), rejected, chosen.held)
     if over_quota:
         message = replace(message, message=f"{message.message}; {budget.describe()}")
     return message
@@ -226,6 +227,16 @@ def _candidates(
     return candidates, rejected
 
 
+@dataclass(frozen=True, slots=True)
+class _Shortfall:
+    """Why `_choose` found too few: the cards it refused on the way (over quota, or a MIG card
+    with no placement left for the container's next device), and how many devices it held
+    when it ran out (in the last NUMA group tried)."""
+
+    refused: list[CardRejection]
+    held: int
+
+
 def _choose(
     candidates: Sequence[Candidate],
     request: ContainerRequest,
@@ -233,7 +244,7 @@ def _choose(
     spent: Usage,
     plan: PodPlan,
     scores: PairScores,
-) -> tuple[ContainerGrant | None, list[CardRejection]]:
+) -> ContainerGrant | _Shortfall:
     """Take the best `request.count` cards within quota (on one NUMA node when asked);
     under `topology-aware`, the group's cards with the best links
     (docs/protocol.md#topology-aware-choice).
@@ -247,7 +258,8 @@ def _choose(
     groups: dict[int, list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(candidate[1].numa if numa_bound else 0, []).append(candidate)
-    over_quota: list[CardRejection] = []
+    refused: list[CardRejection] = []
+    held_last = 0
     for group in groups.values():
         fill = plan.selector.takes_mig
         if plan.policies.topology and (len(group) >= request.count or not fill):
@@ -255,40 +267,56 @@ def _choose(
         picked: list[DeviceGrant] = []
         charge = spent
         for _, device, memory, cores, slot, held in group:
-            grant: DeviceGrant | None = DeviceGrant(device.uuid, plan.vendor, memory, cores, slot)
-            while grant is not None:
+            grant = DeviceGrant(device.uuid, plan.vendor, memory, cores, slot)
+            while True:
                 if budget is not UNLIMITED and not budget.allows(charge + grant.usage):
-                    over_quota.append(CardRejection(device.uuid, Reason.QUOTA))
+                    refused.append(CardRejection(device.uuid, Reason.QUOTA))
                     break
                 picked.append(grant)
                 charge = charge + grant.usage
                 if len(picked) == request.count:
-                    return tuple(picked), []
+                    return tuple(picked)
                 if not fill or slot is None:
                     break
                 held = held + grant.usage
-                grant = _another_instance(plan, request, device, held)
-    return None, over_quota
+                another = _another_instance(plan, request, device, held)
+                if isinstance(another, CardRejection):
+                    refused.append(another)
+                    break
+                grant = another
+        held_last = len(picked)
+    return _Shortfall(refused, held_last)
 
 
-def _fills_mig_cards(plan: PodPlan, node: NodeView) -> bool:
-    """Whether a container of the pod may take several instances of one card here, so that it
-    may ask for more devices than the node has cards (HAMi's isMIGRequest)."""
-    return plan.selector.takes_mig and any(d.mode == MIG_MODE for d in node.devices)
+def is_mig_request(plan: PodPlan, devices: Iterable[Device]) -> bool:
+    """Whether a container of the pod may take several instances of one card among `devices`,
+    so that it may ask for more devices than there are cards (HAMi's isMIGRequest). Only a pod
+    that names `mig` in `nvidia.com/vgpu-mode` is, as only such a pod gets MIG cards; HAMi
+    also counts a pod that names no mode.
+
+    >>> plan = PodPlan("ns/p", "ns", ("c",), (ContainerRequest(2),), 0,
+    ...                CardSelector(modes=("mig",)), PodPolicies())
+    >>> card = Device("GPU-a", 0, "A100", 7, 40960, mode="mig")
+    >>> is_mig_request(plan, [card]), is_mig_request(replace(plan, selector=ANY_CARD), [card])
+    (True, False)
+    """
+    return plan.selector.takes_mig and any(d.mode == MIG_MODE for d in devices)
 
 
 def _another_instance(
     plan: PodPlan, request: ContainerRequest, device: Device, held: Usage
-) -> DeviceGrant | None:
+) -> DeviceGrant | CardRejection:
     """One more instance of `request` on the MIG card `device`, which now holds `held` (the
-    container's instances so far included); None when no placement is free or the split count
-    is spent. Like HAMi, which re-checks only the placement here, the card's other rules are
-    not judged again: they passed for this container a moment ago."""
-    if held.slices >= device.count:
-        return None
-    chosen = pick_mig_slot(device, request.memory_on(device), held.mig)
+    container's instances so far included), or why there is none: no profile has a free
+    placement (CardMigTopologyInfeasible, as HAMi's second look at the card says), or the
+    split count is spent. Like HAMi, which re-checks only the placement here, the card's other
+    rules are not judged again: they passed for this container a moment ago."""
+    memory = request.memory_on(device)
+    chosen = pick_mig_slot(device, memory, held.mig)
     if chosen is None:
-        return None
+        return CardRejection(device.uuid, Reason.MIG_TOPOLOGY, memory)
+    if held.slices >= device.count:
+        return CardRejection(device.uuid, Reason.SLICES_EXHAUSTED)
     profile, slot = chosen
     return DeviceGrant(device.uuid, plan.vendor, profile.memory_mib, profile.core, slot)
 
@@ -335,16 +363,20 @@ def _refuse(
 
 def _linked_best(group: list[Candidate], count: int, scores: PairScores) -> list[Candidate]:
     """The `count` cards of `group` that `topology.choose_cards` picks, in the group's order;
-    none when the group has too few."""
+    the whole group when it has too few (they are all the fit can hold)."""
     chosen = choose_cards([candidate[1].uuid for candidate in group], count, scores)
     if chosen is None:
-        return []
+        return group
     picked = set(chosen)
     return [candidate for candidate in group if candidate[1].uuid in picked]
 
 
 def _shortage(
-    node: NodeView, request: ContainerRequest, usable: int, rejected: list[CardRejection]
+    node: NodeView,
+    request: ContainerRequest,
+    usable: int,
+    rejected: list[CardRejection],
+    held: int,
 ) -> NodeRejection:
     wanted = f"wants {request.count} x ({request.describe_memory()}, {request.cores}% cores)"
     considered = len(node.devices)
@@ -355,6 +387,7 @@ def _shortage(
             f"{wanted}: {usable} cards fit but no NUMA node has {request.count}",
             tuple(rejected),
             considered,
+            held,
         )
     reason = _commonest(rejected) if rejected else Reason.TOO_FEW_LEFT
     fits = f"{usable} of {considered} cards fit; " if usable else ""
@@ -364,6 +397,7 @@ def _shortage(
         f"{wanted}: {fits}" + summarize_cards(rejected),
         tuple(rejected),
         considered,
+        held,
     )
 
 

@@ -2,8 +2,7 @@
 docs/protocol.md#mig-instance-choice).
 
 The smallest profile that holds the request's memory (ties: fewer slices) with a free
-placement; `1g.` and `3g.` instances are put from the top of the card down and every other
-profile from the bottom up, which keeps room for the large profiles.
+placement, tried in `mig_geometry.placement_order`.
 
 >>> one = MigProfile("1g.10gb", 1, 9856, 15, tuple(MigPlacement(i, 1) for i in range(7)))
 >>> two = MigProfile("2g.20gb", 2, 19968, 29, tuple(MigPlacement(i, 2) for i in (0, 2, 4)))
@@ -18,9 +17,9 @@ True
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
+from vgpu.domain.mig_geometry import placement_order
 from vgpu.domain.request import ContainerRequest
 
-_FROM_THE_TOP = ("1g.", "3g.")
 _IDLE = Usage()
 
 
@@ -46,8 +45,7 @@ def pick_mig_slot(device: Device, memory: int, occupied: int) -> tuple[MigProfil
 
 
 def _free_placement(profile: MigProfile, occupied: int) -> MigPlacement | None:
-    from_top = profile.name.startswith(_FROM_THE_TOP)
-    for placement in sorted(profile.placements, key=lambda p: p.start, reverse=from_top):
+    for placement in placement_order(profile):
         if placement.fits_mask and not placement.mask & occupied:
             return placement
     return None

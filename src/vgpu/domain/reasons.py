@@ -1,7 +1,8 @@
 """Why a card or a node was rejected: HAMi's reason codes plus a sentence for people."""
 
+import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -64,7 +65,10 @@ class NodeRejection:
     """Why a whole node cannot take the pod: a summary line and the per-card rejections.
 
     `considered` is how many cards were looked at; those not in `cards` passed every per-card
-    rule but were too few (on one NUMA node, when `reason` is NumaNotFit).
+    rule but were too few (on one NUMA node, when `reason` is NumaNotFit). `taken` is how many
+    devices the fit held when it ran out, a MIG card once per instance: on a NUMA shortfall the
+    last NUMA node's, which HAMi counts as AllocatedCardsInsufficientRequest and the others'
+    cards as NumaNotFit (all of them, when `taken` is None).
     """
 
     node: str
@@ -72,6 +76,7 @@ class NodeRejection:
     message: str
     cards: tuple[CardRejection, ...] = ()
     considered: int = 0
+    taken: int | None = None
 
     @property
     def line(self) -> str:
@@ -81,19 +86,28 @@ class NodeRejection:
 
     @property
     def hami_reason(self) -> str:
-        """HAMi's wire form: each reason with its count over all cards considered, sorted.
+        """HAMi's wire form (its GenReason): each reason with its count over all cards
+        considered, the items sorted as text. Cards that passed every rule count as
+        AllocatedCardsInsufficientRequest, on a NUMA shortfall only as far as `taken`.
 
         >>> quota = CardRejection("GPU-b", Reason.QUOTA)
         >>> NodeRejection("n", Reason.QUOTA, "", (quota,) * 3, considered=4).hami_reason
         '1/4 AllocatedCardsInsufficientRequest, 3/4 ResourceQuotaNotFit'
+        >>> NodeRejection("n", Reason.NUMA, "", considered=3, taken=1).hami_reason
+        '1/3 AllocatedCardsInsufficientRequest, 2/3 NumaNotFit'
         """
         total = max(self.considered, len(self.cards))
         if not total:
             return self.reason.value
         counts = Counter(c.reason for c in self.cards)
-        if fitting := total - len(self.cards):
-            counts[Reason.NUMA if self.reason is Reason.NUMA else Reason.TOO_FEW_LEFT] += fitting
-        return ", ".join(f"{n}/{total} {r.value}" for r, n in sorted(counts.items()))
+        passed = total - len(self.cards)
+        if self.reason is Reason.NUMA:
+            held = self.taken or 0
+            counts[Reason.TOO_FEW_LEFT] += held
+            counts[Reason.NUMA] += passed - held
+        else:  # a MIG card may have given several instances before it ran out
+            counts[Reason.TOO_FEW_LEFT] += max(passed, self.taken or 0)
+        return gen_reason({r.value: n for r, n in counts.items() if n > 0}, total)
 
 
 def summarize_cards(rejections: Iterable[CardRejection], prefix: str = "") -> str:
@@ -122,3 +136,31 @@ _UNITS = {Reason.INSUFFICIENT_MEMORY: "MiB", Reason.INSUFFICIENT_CORES: "cores"}
 
 def phrase(reason: Reason) -> str:
     return _PHRASES[reason]
+
+
+def gen_reason(counts: Mapping[str, int], cards: int) -> str:
+    """HAMi's GenReason: `count/cards reason` for each reason, sorted as text, comma-joined.
+
+    >>> gen_reason({"CardNotHealth": 1, "CardInsufficientMemory": 3}, 4)
+    '1/4 CardNotHealth, 3/4 CardInsufficientMemory'
+    """
+    return ", ".join(sorted(f"{n}/{cards} {reason}" for reason, n in counts.items()))
+
+
+def parse_reason(text: str) -> dict[str, int]:
+    """HAMi's ParseReason: each `count/cards reason` item of a filter failure, by reason;
+    items not of that shape are skipped, and a reason listed twice keeps its last count.
+
+    >>> parse_reason("3/8 CardInsufficientMemory, 2/8 CardInsufficientCore, bad, 3/8 CardNotHealth")
+    {'CardInsufficientMemory': 3, 'CardInsufficientCore': 2, 'CardNotHealth': 3}
+    """
+    counts: dict[str, int] = {}
+    for item in text.split(", "):
+        match = _REASON_ITEM.match(item)
+        if match is not None:
+            counts[match.group(2)] = int(match.group(1))
+    return counts
+
+
+# Go's Sscanf("%d/%d %s"): signed numbers, spaces before the word, the word up to a space
+_REASON_ITEM = re.compile(r"\s*([+-]?\d+)/[+-]?\d+\s*(\S+)")

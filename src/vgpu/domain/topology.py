@@ -85,6 +85,42 @@ def pair_scores(links: Iterable[GpuLink]) -> Topology:
     return Topology(scores, tuple(asymmetric))
 
 
+_HAMI_PCIE_NAMES = {
+    "P2PLinkCrossCPU": PcieLink.CROSS_CPU,
+    "P2PLinkSameCPU": PcieLink.SAME_CPU,
+    "P2PLinkHostBridge": PcieLink.HOST_BRIDGE,
+    "P2PLinkMultiSwitch": PcieLink.MULTI_SWITCH,
+    "P2PLinkSingleSwitch": PcieLink.SINGLE_SWITCH,
+    "P2PLinkSameBoard": PcieLink.SAME_BOARD,
+}
+_COUNT_WORDS = (
+    "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
+    "Eleven", "Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen", "Seventeen", "Eighteen",
+)  # fmt: skip
+LINK_NAME_POINTS: Mapping[str, int] = {
+    "P2PLinkUnknown": 0,
+    **{name: link.value for name, link in _HAMI_PCIE_NAMES.items()},
+    "SingleNVLINKLink": NVLINK_POINTS,
+    **{f"{word}NVLINKLinks": NVLINK_POINTS * n for n, word in enumerate(_COUNT_WORDS, 2)},
+}
+"""HAMi's P2PLinkType names (its device plugin's link list between two GPUs) and their points."""
+
+
+def link_name_score(names: Iterable[str]) -> int:
+    """The pair score of the links HAMi lists from one GPU to another, by its link type names
+    (its calculateGPUPairScore); ValueError names a link type HAMi does not have.
+
+    >>> link_name_score(["P2PLinkSameCPU", "FourNVLINKLinks"])
+    420
+    """
+    total = 0
+    for name in names:
+        if name not in LINK_NAME_POINTS:
+            raise ValueError(f"link type {name!r} is not one of HAMi's P2PLinkType names")
+        total += LINK_NAME_POINTS[name]
+    return total
+
+
 def encode_pair_scores(scores: PairScores) -> str:
     """`hami.io/node-nvidia-score`: `[{"uuid":..,"score":{other: int, ..}}, ..]`, compact."""
     document = [{"uuid": uuid, "score": dict(others)} for uuid, others in scores.items()]
@@ -123,17 +159,20 @@ def group_score(scores: PairScores, cards: Sequence[str]) -> int:
 
 def best_combination(candidates: Sequence[str], count: int, scores: PairScores) -> tuple[str, ...]:
     """The `count` candidates with the best links among themselves; the first found wins ties.
+    Scores may be negative (a published score is any integer): the best sum still wins.
 
     >>> s = {"a": {"b": 60, "c": 460}, "b": {"a": 60, "c": 60}, "c": {"a": 460, "b": 60}}
     >>> best_combination(["a", "b", "c"], 2, s)
     ('a', 'c')
+    >>> best_combination(["a", "b", "c"], 2, {"a": {"b": -5, "c": -3}, "b": {"c": -1}})
+    ('b', 'c')
     """
     _check_count(candidates, count)
     best: tuple[str, ...] = ()
-    best_score = -1
+    best_score = 0
     for group in combinations(candidates, count):
         total = group_score(scores, group)
-        if total > best_score:
+        if not best or total > best_score:
             best, best_score = group, total
     return best
 

@@ -183,6 +183,19 @@ def test_unsigned_reservations_are_refused(tmp_path: Path) -> None:
     assert w.fake.mig_instances() == []
 
 
+def test_a_device_id_this_plugin_never_advertised_is_refused(tmp_path: Path) -> None:
+    # HAMi's TestAllocate_MIG_UnknownDevice: the kubelet's count of handed-out devices is not
+    # the plugin's, so nothing is served, and the pod is failed
+    w = mig_world(tmp_path)
+    w.put(mig_pod(f"{MIG_A},{SMALL};", [reserve(0, 0, MIG_A, "1g.5gb", 0, 1)]))
+
+    with pytest.raises(DevicePluginError, match=r"unknown device.* MIG-unknown-0"):
+        w.allocator.allocate([["MIG-unknown-0"]])
+
+    assert w.fake.mig_instances() == []
+    assert w.pod().annotations["hami.io/bind-phase"] == "failed"
+
+
 def test_a_container_mixing_mig_and_shared_cards_is_refused(tmp_path: Path) -> None:
     w = mig_world(tmp_path)
     w.put(

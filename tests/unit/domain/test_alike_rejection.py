@@ -155,7 +155,7 @@ def test_alike_nodes_share_one_fit_and_each_names_its_own_cards() -> None:
         assert [c.uuid for c in rejection.cards] == [f"GPU-{node}-2"]
         assert (
             rejection.hami_reason
-            == "3/4 AllocatedCardsInsufficientRequest, 1/4 CardInsufficientMemory"
+            == "1/4 CardInsufficientMemory, 3/4 AllocatedCardsInsufficientRequest"
         )
     edited = replace(copies[0], message="changed")
     assert edited.message == "changed" and edited.cards == copies[0].cards

@@ -92,7 +92,7 @@ def test_memory_shortage_is_explained_with_numbers() -> None:
         "3 cards: 2 insufficient memory (need 20000 MiB, best card has 12000 free), 1 type mismatch"
         in rejection.message
     )
-    assert rejection.hami_reason == "2/3 CardInsufficientMemory, 1/3 CardTypeMismatch"
+    assert rejection.hami_reason == "1/3 CardTypeMismatch, 2/3 CardInsufficientMemory"
     assert decision.message == "0/1 nodes are available: 1 insufficient memory"
 
 

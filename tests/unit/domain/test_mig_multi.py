@@ -119,11 +119,15 @@ def test_the_second_container_sees_the_first_ones_instances_on_the_card() -> Non
     assert [start for _, _, start in placed(decision)] == [6, 5, 4, 3]
 
 
-def test_more_devices_than_free_placements_is_refused_as_too_few() -> None:
+def test_more_devices_than_free_placements_is_refused_for_want_of_a_placement() -> None:
     ledger = ledger_of(mig_card())
     decision = ledger.decide(mig_plan(container(gpu=8, mem=9000)))  # seven 1g placements
     assert isinstance(decision, NoPlacement)
-    assert decision.rejections["n"].reason is Reason.TOO_FEW_LEFT
+    assert decision.rejections["n"].reason is Reason.MIG_TOPOLOGY
+    # as HAMi counts it: seven devices held, then the card's eighth look finds no placement
+    assert decision.rejections["n"].hami_reason == (
+        "1/1 CardMigTopologyInfeasible, 7/1 AllocatedCardsInsufficientRequest"
+    )
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from vgpu.domain.nodelock import parse_node_lock
+from vgpu.domain.nodelock import lock_releasable, parse_node_lock
 
 
 @pytest.mark.parametrize(
@@ -16,9 +16,12 @@ from vgpu.domain.nodelock import parse_node_lock
     ],
 )
 def test_the_owner_or_anyone_for_a_legacy_lock_may_release(value: str, releasable: bool) -> None:
-    assert parse_node_lock(value).releasable_by("default", "gpu-pod-1") is releasable
+    assert lock_releasable(value, "default", "gpu-pod-1") is releasable
 
 
-def test_a_legacy_lock_is_marked_as_such() -> None:
-    assert parse_node_lock("2026-08-21T06:20:39Z").legacy
-    assert not parse_node_lock("2026-08-21T06:20:39Z,default,gpu-pod-1").legacy
+def test_a_legacy_lock_names_no_owner() -> None:
+    legacy = parse_node_lock("2026-08-21T06:20:39Z")
+    assert (legacy.namespace, legacy.pod) == ("", "")
+    assert parse_node_lock("2026-08-21T06:20:39Z,default,gpu-pod-1").owned_by(
+        "default", "gpu-pod-1"
+    )

@@ -13,10 +13,15 @@ from vgpu.domain import (
     Policy,
     ScoringWeights,
     Usage,
+    codec,
     fit,
+    mig_geometry,
+    node_health,
     node_score,
+    nodelock,
     pod_policies,
     policy,
+    policy_chain,
     reasons,
     scoring_weights,
     topology,
@@ -54,7 +59,21 @@ def test_which_policy_applies_to_a_pod() -> None:
     assert pod_policies({}, defaults) == defaults
 
 
-@pytest.mark.parametrize("module", [fit, policy, reasons, scoring_weights, topology])
+@pytest.mark.parametrize(
+    "module",
+    [
+        codec,
+        fit,
+        mig_geometry,
+        node_health,
+        nodelock,
+        policy,
+        policy_chain,
+        reasons,
+        scoring_weights,
+        topology,
+    ],
+)
 def test_docstring_examples_hold(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

@@ -35,15 +35,19 @@ def test_cards_that_fit_count_as_too_few_beside_the_card_rejections() -> None:
         NodeView("n", cards, {}), gpu=3, mem=20000, annotations={"nvidia.com/use-gputype": "A40"}
     )
     assert result.hami_reason == (
-        "2/4 AllocatedCardsInsufficientRequest, 1/4 CardInsufficientMemory, 1/4 CardTypeMismatch"
+        "1/4 CardInsufficientMemory, 1/4 CardTypeMismatch, 2/4 AllocatedCardsInsufficientRequest"
     )
     assert result.message.startswith("container main: wants 3 x (20000 MiB, 0% cores): 2 of 4")
 
 
-def test_a_numa_shortfall_counts_the_fitting_cards_as_numa_not_fit() -> None:
+def test_a_numa_shortfall_counts_the_last_numa_nodes_cards_as_too_few() -> None:
+    # HAMi counts the cards of each NUMA node it gave up as NumaNotFit, and those it still
+    # held on the last one tried as AllocatedCardsInsufficientRequest
     cards = tuple(card(f"GPU-{i}", i, numa=i, healthy=i != 3) for i in range(4))
     result = rejection(NodeView("n", cards, {}), gpu=2, annotations={"nvidia.com/numa-bind": "1"})
-    assert result.hami_reason == "1/4 CardNotHealth, 3/4 NumaNotFit"
+    assert result.hami_reason == (
+        "1/4 AllocatedCardsInsufficientRequest, 1/4 CardNotHealth, 2/4 NumaNotFit"
+    )
 
 
 def test_every_card_rejected_counts_over_all_of_them() -> None:

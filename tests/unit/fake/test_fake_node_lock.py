@@ -87,3 +87,13 @@ def test_a_legacy_bare_time_lock_is_released_by_the_pod_that_allocates() -> None
     cluster.release_node_lock("node-a", "default", "p1")
     node = cluster.get_node("node-a")
     assert node is not None and NODE_LOCK_ANNOTATION not in node.annotations
+
+
+def test_the_pods_own_lock_is_released_even_when_its_time_is_unreadable() -> None:
+    cluster = _cluster(FakeCluster(clock=lambda: NOW))
+    cluster.patch_node_annotations("node-a", {NODE_LOCK_ANNOTATION: "lock-values,default,p1"})
+    cluster.release_node_lock("node-a", "default", "p2")
+    assert _holder(cluster) == "lock-values,default,p1"
+    cluster.release_node_lock("node-a", "default", "p1")
+    node = cluster.get_node("node-a")
+    assert node is not None and NODE_LOCK_ANNOTATION not in node.annotations

@@ -195,3 +195,12 @@ def test_release_removes_a_legacy_lock_that_names_no_pod() -> None:
     api = FakeApi({LOCK: "2026-08-21T06:20:00Z"})
     _locker(api, []).release("gpu-1", "ns", "me")
     assert LOCK not in api.node["metadata"]["annotations"]
+
+
+def test_release_removes_the_pods_own_lock_even_when_its_time_is_unreadable() -> None:
+    # HAMi matches the owner part alone; a lock it cannot read would block its schedulers
+    api = FakeApi({LOCK: "lock-values,ns,me"})
+    _locker(api, []).release("gpu-1", "ns", "other")
+    assert api.patches == []
+    _locker(api, []).release("gpu-1", "ns", "me")
+    assert LOCK not in api.node["metadata"]["annotations"]

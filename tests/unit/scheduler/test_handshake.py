@@ -222,3 +222,16 @@ def test_an_unreadable_allocatable_counts_as_none() -> None:
     handshake.pass_now()
     assert not usable(w)
     assert w.state.unreported("n1") is not None
+
+
+def test_a_node_deleted_and_created_again_is_not_dropped_before_kubelet_counts_its_gpus() -> None:
+    # HAMi's NodeDeleted: the node's memory goes with the node, not at the next pass
+    w, handshake, clock = setup(HamiVersion.V2_10)
+    w.cluster.subscribe(handshake.handle)
+    handshake.pass_now()  # remembers 40 GPUs counted on n1
+    w.cluster.delete_node("n1")
+    w.cluster.put_node(node(allocatable=0))  # the new n1's kubelet has counted nothing yet
+    clock.advance(15)
+    handshake.pass_now()
+    assert w.state.unreported("n1") is None
+    assert usable(w)

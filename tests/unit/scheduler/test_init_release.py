@@ -106,3 +106,17 @@ def test_a_sidecar_keeps_its_share_beside_the_app_after_the_init_containers() ->
     w = world(a40_node("node1"))
     w.add_pod(with_init(40000, 5000, DONE, sidecar=2000))
     assert w.usage("node1", CARD) == Usage(2, 7000, 0)
+
+
+def test_a_grant_with_an_empty_type_field_counts_and_shrinks_after_init() -> None:
+    # HAMi's Test_onUpdatePod_InitContainerShrink writes its grants with no type word
+    body = with_init(20000, 10000, {"running": {}})
+    notes = body["metadata"]["annotations"]
+    notes["hami.io/vgpu-devices-allocated"] = f"{CARD},,20000,10:;{CARD},,10000,5:;"
+    w = world(a40_node("node1"))
+    w.add_pod(signed(body))
+    assert w.usage("node1", CARD) == Usage(1, 20000, 10)
+    body["status"]["initContainerStatuses"] = [{"name": "setup", "state": DONE}]
+    w.add_pod(signed(body))
+    assert w.usage("node1", CARD) == Usage(1, 10000, 5)
+    assert w.state.quota.used("default") == Usage(1, 10000, 5)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from vgpu.domain.errors import DomainError
 from vgpu.domain.node import ClusterNode
-from vgpu.domain.nodelock import NodeLock, parse_node_lock
+from vgpu.domain.nodelock import NodeLock, lock_releasable, parse_node_lock
 from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
 from vgpu.ports.cluster import (
@@ -184,8 +184,7 @@ class FakeCluster:
         with self._lock:
             current = self._nodes.get(node)
             held = None if current is None else current.annotations.get(NODE_LOCK_ANNOTATION)
-            lock = _readable_lock(held)
-            if lock is None or not lock.releasable_by(namespace, pod):
+            if held is None or not lock_releasable(held, namespace, pod):
                 return
             self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: None})
             self._node_lock_released.notify_all()

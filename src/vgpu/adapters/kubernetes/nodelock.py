@@ -21,7 +21,7 @@ from enum import Enum
 from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
 from vgpu.adapters.kubernetes.backoff import Backoff, retry_delays
 from vgpu.domain.errors import DomainError
-from vgpu.domain.nodelock import DEFAULT_CLOCK_SKEW, NodeLock, parse_node_lock
+from vgpu.domain.nodelock import DEFAULT_CLOCK_SKEW, NodeLock, lock_releasable, parse_node_lock
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
 from vgpu.ports.cluster import Conflict, NotFound
 
@@ -175,7 +175,7 @@ class NodeLocker:
                 return None
             meta = manifest.get("metadata") or {}
             held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
-            if held is None or not _releasable(held, namespace, pod):
+            if held is None or not lock_releasable(held, namespace, pod):
                 return None
             try:
                 return self._api.merge_patch(path, _annotation_patch(meta, None))
@@ -205,13 +205,6 @@ def _tries() -> Iterator[float | None]:
     """One item per try: the delay before the next try, None on the last."""
     yield from retry_delays(ATTEMPTS)
     yield None
-
-
-def _releasable(value: str, namespace: str, pod: str) -> bool:
-    try:
-        return parse_node_lock(value).releasable_by(namespace, pod)
-    except DomainError:
-        return False
 
 
 def _annotation_patch(meta: dict[str, object], value: str | None) -> dict[str, object]:

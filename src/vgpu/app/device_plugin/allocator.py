@@ -204,6 +204,7 @@ class Allocator:
                     f"device(s) but the scheduler granted {len(segment)} "
                     f"({', '.join(g.uuid for g in segment)})"
                 )
+            self._check_advertised(container.name, device_ids)
             self._check_cards(container.name, segment)
             if self._in_mig_mode(container.name, segment):
                 answers.append(self._mig_answer(pod, index, container, segment, mig))
@@ -254,6 +255,17 @@ class Allocator:
                 f"the pod has only {len(pod.containers)} container(s)"
             )
         return pod.containers[index]
+
+    def _check_advertised(self, container: str, device_ids: Sequence[str]) -> None:
+        """The kubelet asks only for devices this plugin advertised: any other id means its
+        count of what it handed out is not ours, so the container is refused (as HAMi refuses
+        an unknown MIG device)."""
+        unknown = [i for i in device_ids if self._gpus.physical_uuid(i) is None]
+        if unknown:
+            raise DevicePluginError(
+                f"container {container!r}: the kubelet asks for unknown device(s) "
+                f"{', '.join(unknown)}, which this plugin never advertised"
+            )
 
     def _check_cards(self, container: str, segment: ContainerGrant) -> None:
         for grant in segment:

@@ -6,24 +6,29 @@ Each pass applies HAMi's health check for the configured HAMi version to every n
 (`Requesting_<now>`, `Deleted_<now>`, or the key's removal); a standby only reads, so that both
 keep the same ledger. A node judged unhealthy (its device plugin stopped reporting) has its
 cards dropped from the ledger and filter replies name why; it comes back when a later pass
-re-reads its cards, exactly when HAMi would (healthy and due for a refresh).
+re-reads its cards, exactly when HAMi would (healthy and due for a refresh). What a pass
+remembers of a node is forgotten as soon as the node is deleted (`handle`), as HAMi's
+NodeDeleted does, so a node created again under its name starts clean.
 """
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import ClusterNode, Vendor
-from vgpu.domain.handshake import HANDSHAKE_ANNOTATION, HamiVersion, NodeMemory, check_node
-from vgpu.ports.cluster import ClusterError, ClusterPort
+from vgpu.domain.handshake import HANDSHAKE_ANNOTATION, HamiVersion
+from vgpu.domain.node_health import NodeHealthBook
+from vgpu.ports.cluster import Action, ClusterError, ClusterEvent, ClusterPort, Kind
 
 log = logging.getLogger(__name__)
 
 
 class NodeHandshake:
-    """Runs HAMi's per-node health pass; call `pass_now` every 15 s."""
+    """Runs HAMi's per-node health pass; call `pass_now` every 15 s, and give it the cluster's
+    events (`handle`) so that it forgets deleted nodes at once."""
 
     def __init__(
         self,
@@ -42,7 +47,8 @@ class NodeHandshake:
         self._version = version
         self._clock = clock
         self._is_leader = is_leader
-        self._memory: dict[str, NodeMemory] = {}  # HAMi's per-node bookkeeping; empty at start
+        self._book = NodeHealthBook(version)  # HAMi's per-node bookkeeping; empty at start
+        self._book_lock = threading.Lock()  # passes and the watch thread's deletions
 
     def pass_now(self) -> None:
         """Check every node once; a failed write is logged and retried on the next pass."""
@@ -51,18 +57,21 @@ class NodeHandshake:
         nodes = self._cluster.list_nodes()
         for node in nodes:
             self._check(node, now, leading)
-        listed = {node.name for node in nodes}
-        for gone in set(self._memory) - listed:
-            del self._memory[gone]
+        with self._book_lock:
+            self._book.keep_only(node.name for node in nodes)
+
+    def handle(self, event: ClusterEvent) -> None:
+        """Forget a deleted node's health state now rather than at the next pass."""
+        if event.kind is Kind.NODE and event.action is Action.DELETED:
+            with self._book_lock:
+                self._book.node_deleted(event.obj.name)
 
     def _check(self, node: ClusterNode, now: datetime, leading: bool) -> None:
         register = node.annotations.get(self._vendor.register_annotation)
         value = node.annotations.get(HANDSHAKE_ANNOTATION)
         allocatable = _count(node.allocatable.get(self._vendor.count_resource))
-        verdict = check_node(
-            self._version, value, allocatable, now, self._memory.get(node.name), register
-        )
-        self._memory[node.name] = verdict.memory
+        with self._book_lock:
+            verdict = self._book.check(node.name, value, allocatable, now, register)
         if leading and verdict.patch:
             try:
                 self._cluster.patch_node_annotations(node.name, verdict.patch)

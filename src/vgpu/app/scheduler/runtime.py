@@ -81,6 +81,7 @@ class SchedulerRuntime:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe_handshake: Callable[[], None] | None = None
 
     def is_leader(self) -> bool:
         return self._leadership is None or self._leadership.is_leader
@@ -95,6 +96,8 @@ class SchedulerRuntime:
 
     def start(self) -> None:
         self._unsubscribe = self._cluster.subscribe(self._follower.handle)
+        if self._handshake is not None:
+            self._unsubscribe_handshake = self._cluster.subscribe(self._handshake.handle)
         if self._lifecycle is not None:
             self._lifecycle.start()
         if self._leadership is not None:
@@ -116,6 +119,8 @@ class SchedulerRuntime:
             self._lifecycle.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
+        if self._unsubscribe_handshake is not None:
+            self._unsubscribe_handshake()
         log.info("scheduler stopped: watches closed, leadership given up")
 
     def sync_now(self) -> None:
