@@ -196,6 +196,20 @@ class Ledger:
     def allocation(self, pod: str) -> PodAllocation | None:
         return self._pods.get(pod)
 
+    def misfit(self, pod: str) -> str | None:
+        """Why the pod's hold no longer fits its node beside every other pod's (a card past its
+        capacity, shared MIG slices), or None when it fits or the pod holds nothing."""
+        allocation = self._pods.get(pod)
+        if allocation is None:
+            return None
+        others = dict(self._usage.get(allocation.node, {}))
+        self._take_off(allocation.node, others, allocation)
+        try:
+            self._check(pod, allocation.node, allocation.footprint, others, strict=True)
+        except LedgerError as exc:
+            return str(exc)
+        return None
+
     def pods(self) -> list[PodAllocation]:
         return list(self._pods.values())
 
