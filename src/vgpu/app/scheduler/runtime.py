@@ -7,12 +7,16 @@ reservations whose pod was never bound within the timeout and, on the leader, ta
 grants off the pods (durably, retrying until the write lands). The key ring is re-read every
 `key_refresh` seconds so that a rotation is picked up; when it changed, every pod is judged
 again, so grants signed with a key this replica had not seen yet are counted from then on.
+Chores (the occupancy recorder, late-grant revocation, the takeover report) each run on their
+own thread every period once the state is synced; each decides itself whether it must lead.
 """
 
 import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from vgpu.app.scheduler.follower import ClusterFollower
@@ -46,6 +50,15 @@ class Leadership(Protocol):
     def stop(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Chore:
+    """Work repeated every `period` seconds on a thread named `name`, once the state is synced."""
+
+    name: str
+    period: float
+    run: Callable[[], object]
+
+
 class SchedulerRuntime:
     """Runs the follower, the initial sync and the reservation sweeper; answers readiness."""
 
@@ -64,6 +77,7 @@ class SchedulerRuntime:
         key_refresh: float = 30.0,
         handshake: NodeHandshake | None = None,
         handshake_period: float = 15.0,
+        chores: Sequence[Chore] = (),
     ) -> None:
         self._cluster = cluster
         self._state = state
@@ -78,6 +92,7 @@ class SchedulerRuntime:
         self._key_refresh = key_refresh
         self._handshake = handshake
         self._handshake_period = handshake_period
+        self._chores = tuple(chores)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -105,6 +120,8 @@ class SchedulerRuntime:
             self._spawn("vgpu-keys", self._refresh_keys)
         if self._handshake is not None:
             self._spawn("vgpu-handshake", self._handshakes)
+        for chore in self._chores:
+            self._spawn(chore.name, partial(self._repeat, chore))
 
     def stop(self) -> None:
         self._stopping.set()
@@ -194,6 +211,15 @@ class SchedulerRuntime:
                 handshake.pass_now()
             except Exception:
                 log.exception("node handshake pass failed; the next one retries")
+
+    def _repeat(self, chore: Chore) -> None:
+        while not self._stopping.wait(chore.period):
+            if not self._state.synced:
+                continue
+            try:
+                chore.run()
+            except Exception:
+                log.exception("%s failed; it runs again in %.1f s", chore.name, chore.period)
 
     def _sweep(self) -> None:
         period = max(min(self._timeout / 4, 5.0), 0.05)
