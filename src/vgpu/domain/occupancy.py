@@ -44,7 +44,8 @@ from vgpu.domain.vendor import Vendor
 class Basis(Enum):
     """Why a grant counts."""
 
-    TRUSTED = "trusted"  # the grant is believed
+    SIGNED = "signed"  # believed: its signature verifies
+    NAMED = "trusted scheduler"  # believed unsigned: signing off, or HAMi's during a takeover
     HOLDS_GPUS = "holds GPUs"  # bound, asks for cards, grant names its node: counted unsigned
 
 
@@ -94,7 +95,8 @@ def judge_occupancy(pod: Pod, vendor: Vendor, rule: Signatures | NamedSchedulers
     if verdict.claim is None or verdict.grants is None:
         return Occupancy(verdict, why_not=verdict.problem)
     if verdict.trusted:
-        return Occupancy(verdict, Basis.TRUSTED)
+        unsigned = isinstance(rule, NamedSchedulers) or pod.scheduler_name in rule.unsigned_from
+        return Occupancy(verdict, Basis.NAMED if unsigned else Basis.SIGNED)
     if not pod.node_name or pod.node_name != verdict.claim.node:
         return Occupancy(verdict, why_not=verdict.problem)
     if not holds_gpus(pod, vendor):

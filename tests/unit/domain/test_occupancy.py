@@ -46,8 +46,8 @@ def signed(p: Pod) -> Pod:
 
 
 def test_a_signed_grant_counts_as_trusted_bound_or_not() -> None:
-    assert judge_occupancy(signed(pod()), NVIDIA, SIGNING).basis is Basis.TRUSTED
-    assert judge_occupancy(signed(pod(bound="")), NVIDIA, SIGNING).basis is Basis.TRUSTED
+    assert judge_occupancy(signed(pod()), NVIDIA, SIGNING).basis is Basis.SIGNED
+    assert judge_occupancy(signed(pod(bound="")), NVIDIA, SIGNING).basis is Basis.SIGNED
 
 
 def test_a_running_pod_that_holds_gpus_counts_its_unsigned_grant() -> None:
@@ -97,9 +97,12 @@ def test_the_configured_count_resource_is_the_one_asked_for() -> None:
     assert holds_gpus(requests_only, NVIDIA)
 
 
-def test_with_signing_off_the_named_schedulers_grants_are_trusted() -> None:
-    rule = NamedSchedulers(frozenset({"hami-scheduler"}))
-    assert judge_occupancy(pod(bound=""), NVIDIA, rule).basis is Basis.TRUSTED
+def test_grants_believed_unsigned_count_as_the_named_schedulers() -> None:
+    signing_off = NamedSchedulers(frozenset({"hami-scheduler"}))
+    taking_over = Signatures(RING, unsigned_from=frozenset({"hami-scheduler"}))
+    assert judge_occupancy(pod(bound=""), NVIDIA, signing_off).basis is Basis.NAMED
+    assert judge_occupancy(pod(bound=""), NVIDIA, taking_over).basis is Basis.NAMED
+    assert judge_occupancy(signed(pod()), NVIDIA, taking_over).basis is Basis.SIGNED
 
 
 def test_the_module_examples_hold() -> None:

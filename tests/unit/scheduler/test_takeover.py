@@ -88,7 +88,7 @@ def test_the_gauge_and_the_log_line_count_bound_pods_without_a_trusted_grant(
     assert len(lines) == 2
     assert "3 bound pod(s)" in lines[0] and "default/h, default/h2, default/ours" in lines[0]
     assert "when this is 0, HAMi's pods are gone and signing can be enforced" in lines[0]
-    assert "every bound pod counted has a trusted grant" in lines[1]
+    assert "every bound pod counted has a signed grant" in lines[1]
     assert unsigned_gauge(w) == 0
 
 
@@ -108,3 +108,10 @@ def test_a_pod_whose_signed_grant_is_edited_back_counts_as_trusted_again() -> No
     assert w.book.unsigned() == ["default/ours"]
     w.cluster.patch_pod_annotations("default", "ours", {ALLOCATED: allocated})
     assert w.book.unsigned() == []
+
+
+def test_hamis_running_pods_count_as_unsigned_while_taken_over_too() -> None:
+    w = world(gpu_node("node1", cards=1, memory=10000), **TAKEOVER)
+    w.add_pod(hami_pod("h", 8000))
+    placed_and_running(w, "ours", 1000)
+    assert w.book.unsigned() == ["default/h"]

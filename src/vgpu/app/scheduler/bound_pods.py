@@ -48,10 +48,11 @@ class BoundPods:
         if counted is None:
             return False
         claim, grants = counted
-        self._note_drift(pod, claim, judged, was_believed=held is not None and held.trusted)
-        believed = judged.claim if judged.basis is Basis.TRUSTED else None
+        was_signed = held is not None and held.signed
+        self._note_drift(pod, claim, judged, was_signed=was_signed)
+        signed = judged.basis is Basis.SIGNED and judged.claim == claim
         init = pod.init_progress
-        self._hold(Held(pod.key, pod.uid, pod.node_name, claim, grants, believed, init))
+        self._hold(Held(pod.key, pod.uid, pod.node_name, claim, grants, signed, init))
         return True
 
     def ended(self, pod: Pod) -> None:
@@ -75,7 +76,8 @@ class BoundPods:
             if grants is not None:
                 log.info("pod %s: counted as node %s's occupancy record names it", held.pod, node)
                 claim = entry.claim(held.uid, node)
-                self._hold(Held(held.pod, held.uid, node, claim, grants, held.believed, held.init))
+                # whether its annotations carry the recorded grant is known at its next event
+                self._hold(Held(held.pod, held.uid, node, claim, grants, False, held.init))
 
     # internals ---------------------------------------------------------------------------------
     def _recorded(self, pod: Pod) -> tuple[GrantClaim, PodGrants] | None:
@@ -121,9 +123,9 @@ class BoundPods:
             log.warning("%s", problem)
 
     def _note_drift(
-        self, pod: Pod, counted: GrantClaim, judged: Occupancy, *, was_believed: bool
+        self, pod: Pod, counted: GrantClaim, judged: Occupancy, *, was_signed: bool
     ) -> None:
-        change = _drift(pod, counted, judged, was_believed, self._vendor.allocated_annotation)
+        change = _drift(pod, counted, judged, was_signed, self._vendor.allocated_annotation)
         if not change:
             self._drifted.discard(pod.key)
         elif pod.key not in self._drifted:
@@ -139,7 +141,7 @@ class BoundPods:
 
 
 def _drift(
-    pod: Pod, counted: GrantClaim, judged: Occupancy, was_believed: bool, allocated_key: str
+    pod: Pod, counted: GrantClaim, judged: Occupancy, was_signed: bool, allocated_key: str
 ) -> str:
     """What in the pod's annotations differs from the counted grant ('' when nothing does)."""
     now = judged.claim
@@ -157,7 +159,7 @@ def _drift(
     ]
     if changed:
         return f"{', '.join(changed)} changed"
-    signed = GRANT_SIGNATURE_ANNOTATION in pod.annotations
-    if judged.basis is not Basis.TRUSTED and (was_believed or signed):
-        return judged.verdict.problem
+    carries_signature = GRANT_SIGNATURE_ANNOTATION in pod.annotations
+    if judged.basis is Basis.HOLDS_GPUS and (was_signed or carries_signature):
+        return judged.verdict.problem  # the signature no longer verifies
     return ""

@@ -201,8 +201,8 @@ class _StateGauges:
         yield from self._quotas(snapshot.quotas)
         unsigned = _Gauge(
             "vgpu_unsigned_grants_counted",
-            "Bound pods counted without a trusted grant (HAMi's, or edited since); signing can "
-            "be enforced when this is 0.",
+            "Bound pods counted without a grant signed with vgpu's key (HAMi's, or edited "
+            "since); HAMi's pods are gone and signing can be enforced when this is 0.",
         )
         unsigned.add_metric([], self._unsigned_counted())
         yield unsigned

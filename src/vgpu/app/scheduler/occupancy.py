@@ -34,13 +34,8 @@ class Held:
     node: str
     claim: GrantClaim
     grants: PodGrants
-    believed: GrantClaim | None  # the grant its annotations carry now, when it is believed
+    signed: bool  # the pod's annotations carried this very grant, signed, when last seen
     init: InitProgress
-
-    @property
-    def trusted(self) -> bool:
-        """Whether the pod's annotations carry this very grant now, believed."""
-        return self.believed == self.claim
 
     @property
     def entry(self) -> RecordEntry:
@@ -149,9 +144,9 @@ class OccupancyBook:
                 self._ended.setdefault(node, set()).add(uid)
 
     def unsigned(self) -> list[str]:
-        """Keys of the bound pods counted without a grant that is believed now."""
+        """Keys of the bound pods counted without a grant signed with vgpu's key."""
         with self._lock:
-            return sorted(key for key, held in self._held.items() if not held.trusted)
+            return sorted(key for key, held in self._held.items() if not held.signed)
 
     # internals ---------------------------------------------------------------------------------
     def _unhold(self, pod: str) -> None:

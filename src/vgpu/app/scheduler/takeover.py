@@ -1,9 +1,10 @@
-"""The takeover exit check: how many bound pods are counted without a grant that is believed.
+"""The takeover exit check: how many bound pods are counted without a grant signed with
+vgpu's key.
 
-Those are HAMi's running pods (unsigned), pods placed before signing was on, and pods whose
-annotations were edited since they were counted. Signing can be enforced, and HAMi retired, once
-none is left: the leader says so in a log line every `REPORT_PERIOD` seconds while any is left
-(how many, the first few), once when the count reaches 0, and in the gauge
+Those are HAMi's running pods (unsigned, believed or not), pods placed while signing was off,
+and pods whose annotations were edited since they were counted. Signing can be enforced, and
+HAMi retired, once none is left: the leader says so in a log line every `REPORT_PERIOD` seconds
+while any is left (how many, the first few), once when the count reaches 0, and in the gauge
 `vgpu_unsigned_grants_counted` (metrics.py).
 """
 
@@ -32,8 +33,8 @@ class TakeoverReport:
         if unsigned:
             more = f" and {len(unsigned) - NAMED} more" if len(unsigned) > NAMED else ""
             log.info(
-                "takeover check: %d bound pod(s) are counted without a trusted grant (%s%s): "
-                "HAMi's pods, pods placed before signing was on, or pods whose grant annotations "
+                "takeover check: %d bound pod(s) are counted without a signed grant (%s%s): "
+                "HAMi's pods, pods placed while signing was off, or pods whose grant annotations "
                 "were edited; when this is 0, HAMi's pods are gone and signing can be enforced",
                 len(unsigned),
                 ", ".join(unsigned[:NAMED]),
@@ -41,7 +42,7 @@ class TakeoverReport:
             )
         elif self._last != 0:
             log.info(
-                "takeover check: every bound pod counted has a trusted grant: HAMi's pods are "
+                "takeover check: every bound pod counted has a signed grant: HAMi's pods are "
                 "gone and signing can be enforced"
             )
         self._last = len(unsigned)
