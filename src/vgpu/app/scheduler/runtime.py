@@ -7,8 +7,9 @@ reservations whose pod was never bound within the timeout and, on the leader, ta
 grants off the pods (durably, retrying until the write lands). The key ring is re-read every
 `key_refresh` seconds so that a rotation is picked up; when it changed, every pod is judged
 again, so grants signed with a key this replica had not seen yet are counted from then on.
-Chores (the occupancy recorder, late-grant revocation, the takeover report) each run on their
-own thread every period once the state is synced; each decides itself whether it must lead.
+Chores (the node handshake, the occupancy recorder, late-grant revocation, the takeover report)
+each run on their own thread every period once the state is synced; each decides itself
+whether it must lead.
 """
 
 import gc
@@ -90,9 +91,9 @@ class SchedulerRuntime:
         self._revoker = revoker
         self._keys = keys
         self._key_refresh = key_refresh
-        self._handshake = handshake
-        self._handshake_period = handshake_period
         self._chores = tuple(chores)
+        if handshake is not None:
+            self._chores += (Chore("vgpu-handshake", handshake_period, handshake.pass_now),)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -118,8 +119,6 @@ class SchedulerRuntime:
         self._spawn("vgpu-sweeper", self._sweep)
         if self._keys is not None:
             self._spawn("vgpu-keys", self._refresh_keys)
-        if self._handshake is not None:
-            self._spawn("vgpu-handshake", self._handshakes)
         for chore in self._chores:
             self._spawn(chore.name, partial(self._repeat, chore))
 
@@ -200,17 +199,6 @@ class SchedulerRuntime:
                 self.refresh_keys_now()
             except Exception as exc:
                 log.warning("grant keys not refreshed (the current ring stays): %s", exc)
-
-    def _handshakes(self) -> None:
-        handshake = self._handshake
-        assert handshake is not None
-        while not self._stopping.wait(self._handshake_period):
-            if not self._state.synced:
-                continue
-            try:
-                handshake.pass_now()
-            except Exception:
-                log.exception("node handshake pass failed; the next one retries")
 
     def _repeat(self, chore: Chore) -> None:
         while not self._stopping.wait(chore.period):
