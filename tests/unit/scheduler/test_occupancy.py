@@ -180,7 +180,8 @@ def test_an_entry_that_does_not_decode_is_skipped_and_the_pod_counted_as_first_s
     w.cluster.patch_node_annotations("node1", {OCCUPANCY_ANNOTATION: encode_record({"uid-h": bad})})
     with caplog.at_level(logging.WARNING):
         w.add_pod(hami_pod("h", 8000))
-    assert "entry of pod default/h does not read" in caplog.text
+        w.cluster.patch_pod_annotations("default", "h", {"unrelated": "x"})
+    assert caplog.text.count("entry of pod default/h does not read") == 1
     assert w.usage("node1", CARD).memory == 8000
 
 

@@ -31,6 +31,7 @@ class BoundPods:
         self._book = book
         self._vendor = vendor
         self._drifted: set[str] = set()  # pods whose annotations were found changed (logged)
+        self._unreadable: set[str] = set()  # uids whose record entry does not read (logged)
 
     def count(self, pod: Pod, judged: Occupancy) -> bool:
         """Count a bound, unfinished pod's grant; False when it holds nothing we count."""
@@ -39,7 +40,7 @@ class BoundPods:
         if held is not None and held.uid != pod.uid:  # another pod under the same name
             book.ended(held.pod, held.uid)
             held = None
-        counted = self._recorded(pod)
+        counted = self._recorded(pod, held, judged)
         if counted is None and held is not None:
             counted = held.claim, held.grants
         if counted is None and judged.counts:
@@ -58,6 +59,7 @@ class BoundPods:
     def ended(self, pod: Pod) -> None:
         self._book.ended(pod.key, pod.uid)
         self._drifted.discard(pod.key)
+        self._unreadable.discard(pod.uid)
 
     def record_changed(self, node: str, record: Record) -> None:
         """A node's record changed: its pods count what it names for them from now on."""
@@ -80,25 +82,37 @@ class BoundPods:
                 self._hold(Held(held.pod, held.uid, node, claim, grants, False, held.init))
 
     # internals ---------------------------------------------------------------------------------
-    def _recorded(self, pod: Pod) -> tuple[GrantClaim, PodGrants] | None:
+    def _recorded(
+        self, pod: Pod, held: Held | None, judged: Occupancy
+    ) -> tuple[GrantClaim, PodGrants] | None:
+        """The grant the pod's node's record names for it, decoded (once per grant)."""
         entry = self._book.recorded(pod.node_name, pod.uid)
         if entry is None:
             return None
+        claim = entry.claim(pod.uid, pod.node_name)
+        if held is not None and held.claim == claim:
+            return claim, held.grants
+        if judged.grants is not None and judged.claim == claim:
+            return claim, judged.grants
         grants = self._decode(pod.key, pod.node_name, pod.uid, entry)
-        return None if grants is None else (entry.claim(pod.uid, pod.node_name), grants)
+        return None if grants is None else (claim, grants)
 
     def _decode(self, pod: str, node: str, uid: str, entry: RecordEntry) -> PodGrants | None:
         try:
-            return claim_grants(entry.claim(uid, node), self._vendor)
+            grants = claim_grants(entry.claim(uid, node), self._vendor)
         except DomainError as exc:
-            log.warning(
-                "node %s: %s entry of pod %s does not read (%s); not used",
-                node,
-                OCCUPANCY_ANNOTATION,
-                pod,
-                exc,
-            )
+            if uid not in self._unreadable:
+                self._unreadable.add(uid)
+                log.warning(
+                    "node %s: %s entry of pod %s does not read (%s); not used",
+                    node,
+                    OCCUPANCY_ANNOTATION,
+                    pod,
+                    exc,
+                )
             return None
+        self._unreadable.discard(uid)
+        return grants
 
     def _hold(self, held: Held) -> None:
         state = self._state
