@@ -15,6 +15,7 @@ The checker keeps a `Witness`: what the pods hold is read from the API objects a
 on each bound pod, never from what the schedulers publish.
 """
 
+import threading
 from typing import Any
 
 import pytest
@@ -149,11 +150,12 @@ def test_a_deposed_leaders_late_grant_is_revoked_and_its_bind_fails(faults: Faul
     late = old.proxy.add(
         Rule(Action.DELAY, "PATCH", r"/pods/x$", times=1, seconds=LATE_PATCH_DELAY)
     )
-    old.proxy.add(Rule(Action.RESPOND, None, r"/leases/", status=503))  # it cannot renew
-
     # kube-scheduler's filter of x reaches the old leader; it gives up waiting for the answer
-    old.process.try_filter(x, ["n1"], timeout=2.0)
-    assert late.hits == 1, faults.logs()
+    asked = threading.Thread(target=old.process.try_filter, args=(x, ["n1"], 2.0))
+    asked.start()
+    assert wait_until(lambda: late.hits == 1, 10), faults.logs()
+    old.proxy.add(Rule(Action.RESPOND, None, r"/leases/", status=503))  # it cannot renew
+    asked.join(10)
     assert wait_until(new.process.is_ready, 30), faults.logs()
     with LockReleaser(faults.api).running():
         assert placed(new, y, "n1"), faults.logs()
