@@ -27,7 +27,6 @@ from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import (
     ClusterNode,
     DomainError,
-    LedgerError,
     Pod,
     QuotaLimits,
     Vendor,
@@ -187,25 +186,23 @@ class ClusterFollower:
         if state.is_revoked(pod.key, identity):
             return
         after_init = hold_after_init(grants, pod.init_progress)
-        late = ""
         with state.locked():
-            try:
+            late = state.ledger.overfill(pod.key, claim.node, grants, pod.init_count, after_init)
+            if late:
+                reservation = state.reservation(pod.key)
+                if reservation is None or not reservation.own:  # superseded by the late grant
+                    state.release(pod.key)
+                state.revoke(pod.key, identity)
+            else:
                 problems = state.hold(
                     pod.key,
                     pod.namespace,
                     claim.node,
                     grants,
                     pod.init_count,
-                    strict=True,
+                    strict=False,
                     footprint=after_init,
                 )
-            except LedgerError as exc:
-                late = str(exc)
-                reservation = state.reservation(pod.key)
-                if reservation is None or not reservation.own:  # superseded by the late grant
-                    state.release(pod.key)
-                state.revoke(pod.key, identity)
-            else:
                 current = state.reservation(pod.key)
                 if current is None or current.signature != identity:
                     state.reserve(pod.key, claim.node, self._since(claim.assigned_time), identity)
