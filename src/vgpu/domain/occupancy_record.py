@@ -61,11 +61,12 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class RecordChange:
-    """What to write: the new annotation text (None: nothing changes), the uids whose entries
-    were left out because the record would pass its bound, and the size it would have had with
-    every entry asked for."""
+    """What to write: the new annotation text (None: nothing changes) and the entries the record
+    holds then, the uids whose entries were left out because the record would pass its bound,
+    and the size it would have had with every entry asked for."""
 
     text: str | None
+    entries: Mapping[str, RecordEntry]
     left_out: tuple[str, ...] = ()
     wanted_size: int = 0
 
@@ -104,21 +105,25 @@ def updated_record(
     add: Mapping[str, RecordEntry],
     drop: Collection[str] = (),
     limit: int = MAX_RECORD_BYTES,
+    decoded: Record | None = None,
 ) -> RecordChange:
     """The record `text` with the entries of `drop` (uids of pods that ended) removed and those
     of `add` put in; entries that would take it past `limit` bytes are left out (the others and
-    the removals still apply). Entries that do not read are dropped."""
-    kept = {uid: e for uid, e in decode_record(text).entries.items() if uid not in drop}
+    the removals still apply). Entries that do not read are dropped. `decoded` is `text`
+    already decoded, if the caller has it."""
+    record = decoded if decoded is not None else decode_record(text)
+    kept = {uid: e for uid, e in record.entries.items() if uid not in drop}
     wanted = {**kept, **add}
     encoded = encode_record(wanted)
     wanted_size = len(encoded)
     left_out: tuple[str, ...] = ()
     if wanted_size > limit:
         left_out = tuple(sorted(uid for uid, e in add.items() if kept.get(uid) != e))
+        wanted = kept
         encoded = encode_record(kept)
     if encoded == (text or "") or (not wanted and not text):
-        return RecordChange(None, left_out, wanted_size)
-    return RecordChange(encoded, left_out, wanted_size)
+        return RecordChange(None, wanted, left_out, wanted_size)
+    return RecordChange(encoded, wanted, left_out, wanted_size)
 
 
 def _entry_json(entry: RecordEntry) -> dict[str, str]:

@@ -16,7 +16,7 @@ in the background (`recorder.py`). The book only keeps this knowledge; it is thr
 """
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vgpu.domain import PodGrants
@@ -48,7 +48,7 @@ class OccupancyBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._texts: dict[str, str] = {}  # node -> its record's text as last read
-        self._records: dict[str, Mapping[str, RecordEntry]] = {}  # node -> uid -> entry
+        self._records: dict[str, Record] = {}  # node -> its record, decoded
         self._recorded_on: dict[str, str] = {}  # uid -> the node whose record names it
         self._held: dict[str, Held] = {}  # pod key -> its counted grant
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
@@ -56,17 +56,20 @@ class OccupancyBook:
         self._left_out: dict[str, set[str]] = {}  # node -> uids its record had no room for
 
     # records -----------------------------------------------------------------------------------
-    def read_record(self, node: str, text: str | None) -> Record | None:
-        """Take a node's record as it is now; returns it decoded if it changed, else None."""
+    def read_record(
+        self, node: str, text: str | None, decoded: Record | None = None
+    ) -> Record | None:
+        """Take a node's record as it is now (`decoded`: its text decoded, when the caller
+        has it); returns it decoded if it changed, else None."""
         text = text or ""
         with self._lock:
             if self._texts.get(node, "") == text:
                 return None
-            record = decode_record(text)
+            record = decoded if decoded is not None else decode_record(text)
             self._forget_record(node)
             if text:
                 self._texts[node] = text
-                self._records[node] = record.entries
+                self._records[node] = record
             for uid in record.entries:
                 self._recorded_on[uid] = node
             if node in self._ended:  # ended pods the record still names
@@ -83,11 +86,14 @@ class OccupancyBook:
 
     def recorded(self, node: str, uid: str) -> RecordEntry | None:
         with self._lock:
-            return self._records.get(node, {}).get(uid)
+            record = self._records.get(node)
+            return None if record is None else record.entries.get(uid)
 
-    def record_text(self, node: str) -> str | None:
+    def decoded(self, node: str, text: str | None) -> Record | None:
+        """The node's record decoded, if `text` is the text last read for it."""
         with self._lock:
-            return self._texts.get(node)
+            record = self._records.get(node)
+            return record if record is not None and self._texts.get(node) == text else None
 
     def ended_on(self, node: str) -> frozenset[str]:
         """Uids in the node's record whose pods have ended: the next write drops them."""
@@ -99,7 +105,7 @@ class OccupancyBook:
         with self._lock:
             found: dict[str, dict[str, RecordEntry]] = {}
             for node, keys in self._held_on.items():
-                record = self._records.get(node, {})
+                record = self._records[node].entries if node in self._records else {}
                 skipped = self._left_out.get(node, set())
                 for key in keys:
                     held = self._held[key]
@@ -159,7 +165,8 @@ class OccupancyBook:
                     del self._held_on[held.node]
 
     def _forget_record(self, node: str) -> None:
-        for uid in self._records.pop(node, {}):
+        record = self._records.pop(node, None)
+        for uid in record.entries if record is not None else ():
             if self._recorded_on.get(uid) == node:
                 del self._recorded_on[uid]
         self._texts.pop(node, None)

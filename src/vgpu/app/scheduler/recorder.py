@@ -22,6 +22,7 @@ from vgpu.domain import Pod
 from vgpu.domain.occupancy_record import (
     MAX_RECORD_BYTES,
     OCCUPANCY_ANNOTATION,
+    Record,
     RecordChange,
     RecordEntry,
     updated_record,
@@ -43,8 +44,10 @@ class RecordWrite:
         self._change: RecordChange | None = None
 
     def __call__(self, annotations: Mapping[str, str]) -> dict[str, str | None]:
-        ended = self._book.ended_on(self._node)
-        change = updated_record(annotations.get(OCCUPANCY_ANNOTATION), self._add, ended)
+        book, node = self._book, self._node
+        text = annotations.get(OCCUPANCY_ANNOTATION)
+        decoded = book.decoded(node, text)  # usually the text the follower read last
+        change = updated_record(text, self._add, book.ended_on(node), decoded=decoded)
         self._change = change
         return {} if change.text is None else {OCCUPANCY_ANNOTATION: change.text}
 
@@ -62,7 +65,7 @@ class RecordWrite:
         if change is None:
             return
         if change.text is not None:
-            self._book.read_record(self._node, change.text)
+            self._book.read_record(self._node, change.text, Record(change.entries))
         if change.left_out:
             self._book.left_out(self._node, change.left_out)
             pods = ", ".join(sorted(self._add[uid].pod for uid in change.left_out))
