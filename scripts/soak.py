@@ -2,9 +2,11 @@
 
 Starts the API emulator, GPU nodes and one `vgpu scheduler` behind a fault proxy (the same
 pieces as tests/e2e/faults), then runs seeded rounds of concurrent filter/bind with random
-API faults, checking after every round that no card is over-committed and that the
-scheduler's ledger equals the API's. A round that breaks an invariant is printed, its pods are
-deleted, and the run goes on. Figures at the end; exit status 1 if anything was broken.
+API faults and tenants' edits of their bound pods (a garbled signature, `bind-phase: failed`,
+a removed grant), checking after every round that no card is over-committed and that the
+scheduler's ledger equals what the pods hold (as first seen on each bound pod). A round that
+breaks an invariant is printed, its pods are deleted, and the run goes on. Figures at the end;
+exit status 1 if anything was broken.
 
     .venv/bin/python scripts/soak.py --duration 120 --seed 7 --nodes 3 --concurrency 6
 """
@@ -30,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=4, help="pods filtered and bound at once (4)"
     )
-    parser.add_argument("--no-faults", action="store_true", help="a control run: no faults")
+    parser.add_argument(
+        "--no-faults", action="store_true", help="a control run: no faults, no tenant edits"
+    )
     args = parser.parse_args(argv)
     for name in ("duration", "nodes", "concurrency"):
         if getattr(args, name) <= 0:

@@ -196,6 +196,39 @@ class Ledger:
     def allocation(self, pod: str) -> PodAllocation | None:
         return self._pods.get(pod)
 
+    def misfit(self, pod: str) -> str | None:
+        """Why the pod's hold no longer fits its node beside every other pod's (a card past its
+        capacity, shared MIG slices), or None when it fits or the pod holds nothing."""
+        allocation = self._pods.get(pod)
+        if allocation is None:
+            return None
+        return self._overfill(pod, allocation.node, allocation.footprint)
+
+    def overfill(
+        self,
+        pod: str,
+        node: str,
+        grants: PodGrants,
+        init_count: int = 0,
+        footprint: Mapping[str, Usage] | None = None,
+    ) -> str | None:
+        """Why granting this would take a card of `node` past its capacity beside every other
+        pod's hold (the pod's own earlier grant left out), or None; changes nothing."""
+        held = dict(footprint) if footprint is not None else pod_footprint(grants, init_count)
+        self._pin_unplaced(pod, node, held)
+        return self._overfill(pod, node, held)
+
+    def _overfill(self, pod: str, node: str, footprint: dict[str, Usage]) -> str | None:
+        others = dict(self._usage.get(node, {}))
+        previous = self._pods.get(pod)
+        if previous is not None and previous.node == node:
+            self._take_off(node, others, previous)
+        try:
+            self._check(pod, node, footprint, others, strict=True)
+        except LedgerError as exc:
+            return str(exc)
+        return None
+
     def pods(self) -> list[PodAllocation]:
         return list(self._pods.values())
 

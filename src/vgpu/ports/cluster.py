@@ -61,6 +61,10 @@ class ClusterEvent:
 
 EventHandler = Callable[[ClusterEvent], None]
 
+NodeUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
+"""Given a node's annotations as last read, the annotations to write with them (None deletes a
+key; empty: nothing to write). It may be called once per try of a write that conflicts."""
+
 
 class Subscribers:
     """The handlers `ClusterPort.subscribe` has taken, for any implementation. Thread-safe.
@@ -132,6 +136,12 @@ class ClusterPort(Protocol):
 
     def patch_node_annotations(self, name: str, annotations: Mapping[str, str | None]) -> None: ...
 
+    def update_node_annotations(self, name: str, update: NodeUpdate) -> None:
+        """Read the node, write what `update` makes of its annotations with a resourceVersion
+        precondition, and read and try again when the node changed meanwhile (Conflict after
+        a few tries); NotFound if the node is gone."""
+        ...
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         """Create the pod's Binding to `node`; ClusterError says why it failed."""
         ...
@@ -140,11 +150,19 @@ class ClusterPort(Protocol):
         self, namespace: str, pod: str, reason: str, message: str, *, warning: bool = False
     ) -> None: ...
 
-    def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+    def lock_node(
+        self,
+        node: str,
+        namespace: str,
+        pod: str,
+        expiry: timedelta,
+        also: NodeUpdate | None = None,
+    ) -> None:
         """Take `hami.io/mutex.lock` on the node for the pod (HAMi-compatible value).
 
         Succeeds when the lock is free, already the pod's, expired, or held by a pod that no
-        longer exists. Raises Conflict when another live pod holds it.
+        longer exists. Raises Conflict when another live pod holds it. `also` adds annotations
+        to the same write (computed from the node's annotations as read for it).
         """
         ...
 

@@ -3,9 +3,14 @@
 Capacity: for every card a node registers (`hami.io/node-nvidia-register`), the grants of the
 pods holding it, summed with the domain's `pod_footprint`, fit its slices, memory and cores. A
 pod *holds* its grant (`hami.io/vgpu-devices-allocated`) while it is neither finished nor being
-deleted and is bound to a node (`spec.nodeName`) or reserved on one (`hami.io/vgpu-node`), as a
-freshly started scheduler would count it. A bound pod whose grant names another node, or
+deleted and is reserved on a node (`hami.io/vgpu-node`, unbound), or is bound to a node
+(`spec.nodeName`) and asks for `nvidia.com/gpu`. A bound pod whose grant names another node, or
 cards its node does not have, is a violation too: the annotations must agree with the Binding.
+
+Tenants can edit their pods' annotations. With a `Witness`, the checker remembers the grant it
+first saw on each bound pod (HAMi's unsigned ones included) and counts that one until the pod
+ends, whatever the pod says later: what the pod really holds. Without one, it reads every
+pod's annotations as they are.
 
 Ledgers agree: the per-card allocation a scheduler publishes (`hami_gpu_memory_allocated_bytes`,
 `hami_gpu_core_allocated_ratio`, `hami_gpu_shared_count`) equals what the API says, for the
@@ -23,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vgpu.domain import (
     DomainError,
+    Pod,
     Usage,
     decode_node_devices,
     decode_pod_grants,
@@ -33,6 +39,7 @@ from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, NVIDIA
 
 REGISTER = NVIDIA.register_annotation
 ALLOCATED = NVIDIA.allocated_annotation
+COUNT = NVIDIA.count_resource
 MIB = 1 << 20
 Ledger = dict[str, Usage]  # card uuid -> what is granted of it (idle cards left out)
 
@@ -75,15 +82,36 @@ class Holding:
     footprint: dict[str, Usage]
 
 
+class Witness:
+    """The grant first seen on each bound pod (by uid), kept until the pod ends or is gone."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, Holding] = {}
+
+    def seen(self, uid: str, fresh: Holding | None) -> Holding | None:
+        """What the bound pod `uid` holds: the first holding seen for it, else `fresh`."""
+        if uid not in self._first and fresh is not None:
+            self._first[uid] = fresh
+        return self._first.get(uid, fresh)
+
+    def keep_only(self, live: set[str]) -> None:
+        """Forget the pods that ended or are gone."""
+        for uid in set(self._first) - live:
+            del self._first[uid]
+
+
 def read_cluster(api: ReadsObjects) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every node and every pod (all namespaces), in one go."""
     return api.list_items("/api/v1/nodes"), api.list_items("/api/v1/pods")
 
 
-def holdings(pods: Iterable[Mapping[str, Any]]) -> tuple[list[Holding], list[Violation]]:
+def holdings(
+    pods: Iterable[Mapping[str, Any]], witness: Witness | None = None
+) -> tuple[list[Holding], list[Violation]]:
     """The pods that hold cards, and the pods whose grants cannot be read or disagree."""
     held: list[Holding] = []
     problems: list[Violation] = []
+    live: set[str] = set()
     for manifest in pods:
         meta = manifest.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -94,26 +122,50 @@ def holdings(pods: Iterable[Mapping[str, Any]]) -> tuple[list[Holding], list[Vio
         except DomainError as exc:
             problems.append(Violation(key, f"unreadable pod: {exc}"))
             continue
-        allocated = pod.annotations.get(ALLOCATED, "")
-        reserved_on = pod.annotations.get(ASSIGNED_NODE_ANNOTATION, "")
-        if pod.is_finished or not allocated or not (pod.node_name or reserved_on):
+        if pod.is_finished:
             continue
-        if pod.node_name and reserved_on and reserved_on != pod.node_name:
-            problems.append(
-                Violation(key, f"bound to {pod.node_name} but its grant is for {reserved_on}")
-            )
-        try:
-            grants = decode_pod_grants(allocated)
-        except DomainError as exc:
-            problems.append(Violation(key, f"unreadable grant {allocated!r}: {exc}"))
-            continue
-        node = pod.node_name or reserved_on
-        held.append(Holding(key, node, pod_footprint(grants, pod.init_count)))
+        live.add(pod.uid)
+        fresh = _holding(pod, key, problems)
+        if pod.node_name and pod.uid and witness is not None:
+            fresh = witness.seen(pod.uid, fresh)
+        if fresh is not None:
+            held.append(fresh)
+    if witness is not None:
+        witness.keep_only(live)
     return held, problems
 
 
+def _holding(pod: Pod, key: str, problems: list[Violation]) -> Holding | None:
+    """What the pod's annotations say it holds now (None: nothing), adding what is wrong."""
+    allocated = pod.annotations.get(ALLOCATED, "")
+    reserved_on = pod.annotations.get(ASSIGNED_NODE_ANNOTATION, "")
+    if not allocated or not (pod.node_name or reserved_on):
+        return None
+    if pod.node_name and not _asks_for_cards(pod):
+        return None  # a forged grant on a pod without GPUs holds nothing
+    if pod.node_name and reserved_on and reserved_on != pod.node_name:
+        problems.append(
+            Violation(key, f"bound to {pod.node_name} but its grant is for {reserved_on}")
+        )
+    try:
+        grants = decode_pod_grants(allocated)
+    except DomainError as exc:
+        problems.append(Violation(key, f"unreadable grant {allocated!r}: {exc}"))
+        return None
+    node = pod.node_name or reserved_on
+    return Holding(key, node, pod_footprint(grants, pod.init_count))
+
+
+def _asks_for_cards(pod: Pod) -> bool:
+    return any(
+        str(c.limits.get(COUNT, "0")) not in ("0", "") for c in pod.containers
+    )
+
+
 def check_capacity(
-    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    witness: Witness | None = None,
 ) -> list[Violation]:
     """Every way the API's objects over-commit a card or disagree with a Binding."""
     cards: dict[str, _Card] = {}
@@ -129,7 +181,7 @@ def check_capacity(
             continue  # a node the scheduler cannot use holds nothing
         for device in devices:
             cards[device.uuid] = _Card(meta["name"], device.count, device.memory, device.cores)
-    held, unreadable = holdings(pods)
+    held, unreadable = holdings(pods, witness)
     problems.extend(unreadable)
     for holding in held:
         for uuid, usage in holding.footprint.items():
@@ -167,16 +219,16 @@ def check_capacity(
     return problems
 
 
-def assert_capacity(api: ReadsObjects) -> None:
-    problems = check_capacity(*read_cluster(api))
+def assert_capacity(api: ReadsObjects, witness: Witness | None = None) -> None:
+    problems = check_capacity(*read_cluster(api), witness)
     assert not problems, "invariant broken:\n" + "\n".join(map(str, problems))
 
 
 # ledgers ---------------------------------------------------------------------------------------
-def ledger_from_api(pods: Iterable[Mapping[str, Any]]) -> Ledger:
+def ledger_from_api(pods: Iterable[Mapping[str, Any]], witness: Witness | None = None) -> Ledger:
     """What a scheduler that has just read the cluster should count, per card."""
     ledger: Ledger = {}
-    for holding in holdings(pods)[0]:
+    for holding in holdings(pods, witness)[0]:
         for uuid, usage in holding.footprint.items():
             ledger[uuid] = ledger.get(uuid, Usage()) + usage
     return {uuid: usage for uuid, usage in ledger.items() if not usage.is_idle}
@@ -210,9 +262,13 @@ def ledger_from_metrics(text: str) -> Ledger:
     return ledger
 
 
-def ledger_differences(api: ReadsObjects, scrapes: Mapping[str, Callable[[], str]]) -> list[str]:
+def ledger_differences(
+    api: ReadsObjects,
+    scrapes: Mapping[str, Callable[[], str]],
+    witness: Witness | None = None,
+) -> list[str]:
     """One line per scheduler whose ledger is not the API's (empty when they all agree)."""
-    expected = ledger_from_api(read_cluster(api)[1])
+    expected = ledger_from_api(read_cluster(api)[1], witness)
     lines = []
     for name, scrape in scrapes.items():
         found = ledger_from_metrics(scrape())
@@ -222,12 +278,15 @@ def ledger_differences(api: ReadsObjects, scrapes: Mapping[str, Callable[[], str
 
 
 def assert_ledgers_agree(
-    api: ReadsObjects, scrapes: Mapping[str, Callable[[], str]], settle: float = 10.0
+    api: ReadsObjects,
+    scrapes: Mapping[str, Callable[[], str]],
+    settle: float = 10.0,
+    witness: Witness | None = None,
 ) -> None:
     """Wait up to `settle` seconds for every scheduler's ledger to equal the API's."""
     deadline = time.monotonic() + settle
     while True:
-        differences = ledger_differences(api, scrapes)
+        differences = ledger_differences(api, scrapes, witness)
         if not differences or time.monotonic() > deadline:
             break
         time.sleep(0.1)

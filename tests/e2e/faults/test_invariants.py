@@ -7,6 +7,7 @@ import pytest
 
 from tests.e2e.faults.cluster import FaultCluster
 from tests.e2e.faults.invariants import (
+    Witness,
     assert_capacity,
     assert_ledgers_agree,
     check_capacity,
@@ -16,6 +17,7 @@ from tests.e2e.faults.invariants import (
 from tests.e2e.k8s_emulator import node_manifest, pod_manifest
 from vgpu.domain import Usage
 
+ONE_CARD = {"nvidia.com/gpu": 1}
 CARD = {"id": "GPU-a", "index": 0, "count": 2, "devmem": 10000, "devcore": 100, "type": "T4"}
 
 
@@ -36,13 +38,19 @@ def holder(
     notes = {"hami.io/vgpu-devices-allocated": grant}
     if reserved_on:
         notes["hami.io/vgpu-node"] = reserved_on
-    pod = pod_manifest("default", name, annotations=notes, node_name=bound_to, phase=phase)
+    pod = pod_manifest(
+        "default", name, annotations=notes, node_name=bound_to, phase=phase, limits=ONE_CARD
+    )
     pod["spec"]["initContainers"] = [{"name": f"init{i}", "image": "busybox"} for i in range(init)]
     return pod
 
 
-def problems(*pods: dict[str, Any], nodes: list[dict[str, Any]] | None = None) -> list[str]:
-    return [str(p) for p in check_capacity(nodes or [node()], pods)]
+def problems(
+    *pods: dict[str, Any],
+    nodes: list[dict[str, Any]] | None = None,
+    witness: Witness | None = None,
+) -> list[str]:
+    return [str(p) for p in check_capacity(nodes or [node()], pods, witness)]
 
 
 def test_grants_within_a_card_pass() -> None:
@@ -74,6 +82,29 @@ def test_bound_and_reserved_pods_count_finished_ones_do_not() -> None:
     assert problems(holder("a", full, phase="Succeeded"), holder("b", full)) == []
     assert problems(holder("a", full, phase="Failed"), holder("b", full)) == []
     assert problems(holder("a", full, reserved_on=None), holder("b", full)) == []
+
+
+def test_a_bound_pod_that_asks_for_no_card_holds_nothing_whatever_its_annotations() -> None:
+    squatter = holder("a", "GPU-a,NVIDIA,10000,0:;", bound_to="n1")
+    squatter["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    assert problems(squatter, holder("b", "GPU-a,NVIDIA,10000,0:;", bound_to="n1")) == []
+
+
+def test_a_witness_counts_the_grant_first_seen_on_a_bound_pod_until_it_ends() -> None:
+    witness = Witness()
+    running = holder("a", "GPU-a,NVIDIA,8000,0:;", bound_to="n1", phase="Running")
+    running["metadata"]["uid"] = "uid-a"
+    assert problems(running, witness=witness) == []
+    edited = json.loads(json.dumps(running))
+    del edited["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"]
+    newcomer = holder("b", "GPU-a,NVIDIA,8000,0:;", bound_to="n1")
+
+    assert problems(edited, newcomer) == []  # fooled without a witness
+    assert "MiB 16000 of 10000" in problems(edited, newcomer, witness=witness)[0]
+    assert ledger_from_api([edited], witness) == {"GPU-a": Usage(1, 8000, 0)}
+    edited["status"]["phase"] = "Succeeded"
+    assert problems(edited, newcomer, witness=witness) == []
+    assert ledger_from_api([running], witness) == {"GPU-a": Usage(1, 8000, 0)}  # seen anew
 
 
 def test_init_containers_count_at_their_peak_not_summed() -> None:
@@ -135,7 +166,7 @@ def test_the_checker_counts_grants_written_behind_the_schedulers_back(
         }
         faults.api.create(
             "/api/v1/namespaces/default/pods",
-            pod_manifest("default", name, annotations=notes, node_name="n1"),
+            pod_manifest("default", name, annotations=notes, node_name="n1", limits=ONE_CARD),
         )
     with pytest.raises(AssertionError, match=r"MiB 16000 of 10000.*default/a, default/b"):
         assert_capacity(faults.api)

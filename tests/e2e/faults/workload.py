@@ -2,10 +2,14 @@
 
 One round: a few pods ask for random slices of the cluster's cards; kube-scheduler's cycle
 (filter, then bind where it said) runs for all of them at once against one scheduler, while
-the scheduler's proxy injects up to two faults drawn from `FAULTS`. Then the faults are
-cleared and the invariants are checked: no card over capacity in the API, and the scheduler's
-ledger equal to the API's. Some pods are then deleted (their work done), the others stay and
-keep holding their cards into later rounds. The same seed replays the same rounds.
+the scheduler's proxy injects up to two faults drawn from `FAULTS`. With faults on, a tenant
+may also edit one of its bound pods first (`TENANT_EDITS`, one round in three): garble its
+signature, mark it `bind-phase: failed` or remove its grant, as a cluster without the
+admission policy allows. Then the faults are cleared and the invariants are checked, with a
+`Witness` that remembers what each bound pod was first seen holding: no card over capacity,
+and the scheduler's ledger equal to what the pods hold. Some pods are then deleted (their work
+done), the others stay and keep holding their cards into later rounds. The same seed replays
+the same rounds.
 
 Used by `test_random_rounds.py` (a few hundred rounds) and `scripts/soak.py` (minutes).
 """
@@ -20,7 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.e2e.faults.cluster import FaultCluster, Replica, pods_path
-from tests.e2e.faults.invariants import check_capacity, ledger_differences, read_cluster
+from tests.e2e.faults.invariants import (
+    Witness,
+    check_capacity,
+    ledger_differences,
+    read_cluster,
+)
 from tests.e2e.faults.proxy import Action, Rule
 from tests.e2e.scheduler.harness import wait_until
 
@@ -56,6 +65,14 @@ FAULTS: dict[str, Callable[[random.Random], Rule]] = {
 }
 
 
+TENANT_EDITS: dict[str, dict[str, str | None]] = {
+    "signature garbled": {"vgpu.io/grant-signature": "k20260101t0000:garbled"},
+    "bind-phase failed": {"hami.io/bind-phase": "failed"},
+    "grant removed": {"hami.io/vgpu-devices-allocated": None},
+}
+TENANT_EDIT_CHANCE = 1 / 3  # per round, with faults on
+
+
 @dataclass
 class Figures:
     """What a run did; `violations` holds the broken rounds' findings, if any."""
@@ -66,6 +83,7 @@ class Figures:
     bound: int = 0
     filters: int = 0
     faults_injected: int = 0
+    tenant_edits: int = 0
     seconds: float = 0.0
     broken_rounds: int = 0
     violations: list[str] = field(default_factory=list)
@@ -78,8 +96,8 @@ class Figures:
         return (
             f"{self.rounds} rounds, {self.pods} pods, {self.filters} filters "
             f"({self.filters_per_second:.1f}/s), {self.placed} placed, {self.bound} bound, "
-            f"{self.faults_injected} faults injected, {self.broken_rounds} rounds with "
-            f"violations, in {self.seconds:.1f} s"
+            f"{self.faults_injected} faults injected, {self.tenant_edits} tenant edits, "
+            f"{self.broken_rounds} rounds with violations, in {self.seconds:.1f} s"
         )
 
 
@@ -104,6 +122,7 @@ class RandomRounds:
         self.keep = keep  # chance, each round, that a placed pod stays on (holding its cards)
         self.after_bind = after_bind  # called with the node after each successful bind
         self.figures = Figures()
+        self.witness = Witness()
         self._kept: list[str] = []  # pods of earlier rounds that still hold their cards
         self._pool = ThreadPoolExecutor(max_workers=concurrency)
 
@@ -145,6 +164,8 @@ class RandomRounds:
         chosen = rng.sample(sorted(FAULTS), rng.randint(0, 2)) if self.faults else []
         for name in chosen:
             proxy.add(FAULTS[name](rng))
+        if self.faults and rng.random() < TENANT_EDIT_CHANCE:
+            chosen += self._tenant_edit(rng)
         before = proxy.faults()
         pods = [
             self.cluster.create_pod(
@@ -183,16 +204,35 @@ class RandomRounds:
             self.cluster.api.delete(f"{pods_path()}/{name}")
         self._kept = staying
 
+    def _tenant_edit(self, rng: random.Random) -> list[str]:
+        """A tenant edits one of the bound pods kept from earlier rounds; names what it did."""
+        api = self.cluster.api
+        bound = [
+            name
+            for name in self._kept
+            if ((api.get(f"{pods_path()}/{name}") or {}).get("spec") or {}).get("nodeName")
+        ]
+        if not bound:
+            return []
+        name, edit = rng.choice(bound), rng.choice(sorted(TENANT_EDITS))
+        api.merge_patch(
+            f"{pods_path()}/{name}", {"metadata": {"annotations": TENANT_EDITS[edit]}}
+        )
+        self.figures.tenant_edits += 1
+        return [f"tenant: {edit} on {name}"]
+
     def check(self, settle: float = 5.0) -> list[str]:
-        """Capacity in the API, then the replica's ledger against the API's (after settling)."""
-        problems = [str(v) for v in check_capacity(*read_cluster(self.cluster.api))]
+        """Capacity in the API, then the replica's ledger against the API's (after settling),
+        both as the witness says the pods hold their cards."""
+        api, witness = self.cluster.api, self.witness
+        problems = [str(v) for v in check_capacity(*read_cluster(api), witness)]
         if problems:
             return problems
         scrapes = self.cluster.scrapes(self.replica)
         differences: list[str] = []
 
         def agree() -> bool:
-            differences[:] = ledger_differences(self.cluster.api, scrapes)
+            differences[:] = ledger_differences(api, scrapes, witness)
             return not differences
 
         wait_until(agree, settle)

@@ -78,3 +78,26 @@ def test_record_pod_follows_annotations_and_phase() -> None:
     assert ledger.usage("n", A) == Usage(1, 3000, 10)
     ledger.record_pod(replace(running, phase="Succeeded"), NVIDIA)
     assert ledger.usage("n", A) == Usage()
+
+
+def test_overfill_says_which_card_would_pass_its_capacity_and_changes_nothing() -> None:
+    ledger = ledger_with_a40()
+    ledger.grant("ns/p", "n", ((grant(A, 40000),),))
+    late = ((grant(A, 10000),),)
+
+    why = ledger.overfill("ns/q", "n", late)
+
+    assert why is not None and f"card {A} on n would be over capacity" in why
+    assert "50000/46068 MiB" in why
+    assert ledger.allocation("ns/q") is None and ledger.usage("n", A) == Usage(1, 40000, 0)
+    assert ledger.overfill("ns/q", "n", ((grant(B, 10000),),)) is None
+    assert ledger.overfill("ns/p", "n", ((grant(A, 46068),),)) is None  # its own grant left out
+
+
+def test_misfit_tells_a_hold_that_no_longer_fits_beside_the_others() -> None:
+    ledger = ledger_with_a40()
+    ledger.grant("ns/p", "n", ((grant(A, 30000),),))
+    assert ledger.misfit("ns/p") is None
+    ledger.grant("ns/bound", "n", ((grant(A, 30000),),), strict=False)
+    assert "would be over capacity" in (ledger.misfit("ns/p") or "")
+    assert ledger.misfit("ns/nobody") is None

@@ -204,3 +204,38 @@ def test_release_removes_the_pods_own_lock_even_when_its_time_is_unreadable() ->
     assert api.patches == []
     _locker(api, []).release("gpu-1", "ns", "me")
     assert LOCK not in api.node["metadata"]["annotations"]
+
+
+def test_the_lock_patch_also_carries_what_the_caller_adds_from_the_same_read() -> None:
+    api = FakeApi({"vgpu.io/occupancy": "old"}, conflicts=1)
+    seen: list[str] = []
+
+    def also(annotations: Any) -> dict[str, str | None]:
+        seen.append(annotations["vgpu.io/occupancy"])
+        return {"vgpu.io/occupancy": "new"}
+
+    _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY, also)
+
+    assert seen == ["old", "old"]  # computed again for the retry after the conflict
+    assert api.patches[-1]["metadata"]["annotations"] == {
+        "vgpu.io/occupancy": "new",
+        LOCK: "2026-08-21T06:20:39Z,ns,me",
+    }
+
+
+def test_a_lock_already_ours_still_writes_what_the_caller_adds() -> None:
+    api = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,me"})
+    _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY, lambda _: {"vgpu.io/occupancy": "x"})
+    assert api.patches == [
+        {"metadata": {"resourceVersion": "7", "annotations": {"vgpu.io/occupancy": "x"}}}
+    ]
+    _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY, lambda _: {})
+    assert len(api.patches) == 1  # nothing to add: nothing written
+
+
+def test_nothing_is_added_while_another_pod_holds_the_lock() -> None:
+    api = FakeApi({LOCK: "2026-08-21T06:20:00Z,ns,other"})
+    asked: list[object] = []
+    with pytest.raises(Conflict):
+        _locker(api, []).lock("gpu-1", "ns", "me", EXPIRY, lambda a: asked.append(a) or {})
+    assert asked == [] and api.patches == []

@@ -1,6 +1,6 @@
 """A scheduler service on a FakeCluster, with a hand-driven clock, and pod/node builders."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tests.unit.domain.builders import mig_card
@@ -12,6 +12,10 @@ from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.keys import GrantKeys
+from vgpu.app.scheduler.late_grants import LateGrants
+from vgpu.app.scheduler.occupancy import OccupancyBook
+from vgpu.app.scheduler.pod_events import ClusterPodEvents
+from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
@@ -107,6 +111,9 @@ class World:
     leader: list[bool]
     key_store: FakeGrantKeys
     follower: ClusterFollower
+    book: OccupancyBook
+    recorder: OccupancyRecorder
+    late_grants: LateGrants
 
     def add_pod(self, body: dict[str, Any]) -> None:
         self.cluster.put_pod(pod_from_manifest(body))
@@ -146,8 +153,13 @@ def world(
     key_store = FakeGrantKeys(KEYS)
     keys = GrantKeys(key_store) if config.signing.enabled else None
     trust = build_trust(config, keys)
-    follower = ClusterFollower(state, config.vendor(), config.defaults.memory_factor, clock, trust)
-    revoker = Revoker(PodWriter(fake, config.vendor(), Fence(lambda: leading[0])), config.vendor())
+    fence = Fence(lambda: leading[0])
+    revoker = Revoker(PodWriter(fake, config.vendor(), fence), config.vendor())
+    book = OccupancyBook()
+    late_grants = LateGrants(revoker, ClusterPodEvents(fake, lambda: leading[0]), fence)
+    follower = ClusterFollower(
+        state, config.vendor(), config.defaults.memory_factor, clock, trust, book, late_grants
+    )
     runtime = SchedulerRuntime(
         fake,
         state,
@@ -161,9 +173,24 @@ def world(
     )
     fake.subscribe(follower.handle)
     runtime.sync_now()
-    service = SchedulerService(fake, state, config, trust, revoker, runtime.is_leader, clock)
+    service = SchedulerService(
+        fake, state, config, trust, revoker, runtime.is_leader, clock, book=book
+    )
+    recorder = OccupancyRecorder(fake, book, fence)
     return World(
-        fake, state, service, runtime, clock, config, revoker, leading, key_store, follower
+        fake,
+        state,
+        service,
+        runtime,
+        clock,
+        config,
+        revoker,
+        leading,
+        key_store,
+        follower,
+        book,
+        recorder,
+        late_grants,
     )
 
 
@@ -186,3 +213,49 @@ def mig_node(name: str = "node1", cards: int = 1) -> ClusterNode:
     """A node whose A100-80GB cards are in MIG mode with their profiles (HAMi v2.10)."""
     devices = [mig_card(f"GPU-{name}-mig{i}", i) for i in range(cards)]
     return ClusterNode(name, {NVIDIA.register_annotation: encode_node_devices(devices)})
+
+
+# one_card(): one node, node1, with one 10000 MiB card
+CARD = "GPU-node1-0"
+ALLOCATED = "hami.io/vgpu-devices-allocated"
+
+
+def one_card() -> World:
+    return world(gpu_node("node1", cards=1, memory=10000))
+
+
+def placed_and_running(w: World, name: str, memory: int) -> None:
+    """Through the scheduler's own filter and bind, then started by the kubelet."""
+    assert w.filter(manifest(name, gpu=1, gpumem=memory), "node1").node_names == ["node1"]
+    assert w.service.bind("default", name, f"uid-{name}", "node1") == ""
+    w.cluster.release_node_lock("node1", "default", name)
+    start(w, name)
+
+
+def start(w: World, name: str) -> None:
+    pod = w.cluster.get_pod("default", name)
+    assert pod is not None
+    w.cluster.put_pod(replace(pod, phase="Running"))
+
+
+def hami_pod(name: str, memory: int, node: str = "node1", card: str = CARD) -> dict[str, Any]:
+    """A pod HAMi's scheduler placed and the kubelet started: bound, unsigned."""
+    body = manifest(
+        name,
+        node=node,
+        phase="Running",
+        annotations={
+            "hami.io/vgpu-node": node,
+            "hami.io/vgpu-time": "1750000000",
+            ALLOCATED: f"{card},NVIDIA,{memory},0:;",
+            "hami.io/bind-phase": "success",
+        },
+        gpu=1,
+        gpumem=memory,
+    )
+    body["spec"]["schedulerName"] = "hami-scheduler"
+    return body
+
+
+def fits(w: World, name: str, memory: int) -> bool:
+    return w.filter(manifest(name, gpu=1, gpumem=memory), "node1").node_names == ["node1"]

@@ -72,15 +72,25 @@ def test_a_signature_copied_from_another_pod_does_not_verify() -> None:
     assert [a.pod for a in w.state.ledger.pods()] == ["default/real"]
 
 
-def test_a_signed_grant_raised_afterwards_no_longer_verifies_and_is_released() -> None:
+def test_a_pending_pods_signed_grant_raised_afterwards_no_longer_verifies_and_is_released() -> (
+    None
+):
     w = world(a40_node("node1"))
-    body = signed(granted("p", memory=1000))
-    w.add_pod(body)
+    w.add_pod(signed(granted("p", node="", memory=1000)))
     assert w.usage("node1", CARD).memory == 1000
     w.cluster.patch_pod_annotations(
         "default", "p", {"hami.io/vgpu-devices-allocated": f"{CARD},NVIDIA,46068,0:;"}
     )
-    assert w.state.ledger.pods() == []  # valid -> invalid gives the hold back
+    assert w.state.ledger.pods() == []  # valid -> invalid gives the reservation back
+
+
+def test_a_running_pods_grant_raised_afterwards_keeps_counting_what_was_first_counted() -> None:
+    w = world(a40_node("node1"))
+    w.add_pod(signed(granted("p", memory=1000)))
+    w.cluster.patch_pod_annotations(
+        "default", "p", {"hami.io/vgpu-devices-allocated": f"{CARD},NVIDIA,46068,0:;"}
+    )
+    assert w.usage("node1", CARD).memory == 1000  # neither freed nor raised
 
 
 def test_a_grant_signed_for_another_node_does_not_verify_there() -> None:

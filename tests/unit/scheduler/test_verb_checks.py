@@ -5,6 +5,7 @@ from datetime import timedelta
 from tests.unit.scheduler.builders import a40_node, manifest, world
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.scheduler.pod_events import ClusterPodEvents
+from vgpu.ports.cluster import NodeUpdate
 
 
 def test_filter_refuses_a_pod_the_cluster_does_not_know_and_records_no_event() -> None:
@@ -92,8 +93,15 @@ class LosesLeadershipWhileLocking(FakeCluster):
 
     leader: list[bool]
 
-    def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
-        super().lock_node(node, namespace, pod, expiry)
+    def lock_node(
+        self,
+        node: str,
+        namespace: str,
+        pod: str,
+        expiry: timedelta,
+        also: NodeUpdate | None = None,
+    ) -> None:
+        super().lock_node(node, namespace, pod, expiry, also)
         self.leader[0] = False
 
 

@@ -18,6 +18,7 @@ from vgpu.ports.cluster import (
     Conflict,
     EventHandler,
     Kind,
+    NodeUpdate,
     NotFound,
     Quota,
     Subscribers,
@@ -150,6 +151,15 @@ class FakeCluster:
                 raise NotFound(f"node {name} not found")
             self.put_node(replace(node, annotations=_merge(node.annotations, annotations)))
 
+    def update_node_annotations(self, name: str, update: NodeUpdate) -> None:
+        with self._lock:  # the read and the write are one step: nothing can change between
+            node = self._nodes.get(name)
+            if node is None:
+                raise NotFound(f"node {name} not found")
+            changes = update(node.annotations)
+            if changes:
+                self.patch_node_annotations(name, changes)
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         with self._lock:
             pod = self._pods.get((namespace, name))
@@ -168,7 +178,14 @@ class FakeCluster:
         with self._lock:
             self.events.append((namespace, pod, reason, message, warning))
 
-    def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+    def lock_node(
+        self,
+        node: str,
+        namespace: str,
+        pod: str,
+        expiry: timedelta,
+        also: NodeUpdate | None = None,
+    ) -> None:
         deadline = time.monotonic() + self._lock_conflict_wait_s
         with self._lock:
             while (holder := self._lock_holder(node, namespace, pod, expiry)) is not None:
@@ -177,8 +194,10 @@ class FakeCluster:
                     raise Conflict(f"node {node} is locked by {holder.namespace}/{holder.pod}")
                 # woken by a release; the slice catches locks that expire or lose their pod
                 self._node_lock_released.wait(min(left, 0.1))
+            current = self._nodes[node]
+            extra = dict(also(current.annotations)) if also is not None else {}
             value = NodeLock(self._clock(), namespace, pod).encode()
-            self.patch_node_annotations(node, {NODE_LOCK_ANNOTATION: value})
+            self.patch_node_annotations(node, {**extra, NODE_LOCK_ANNOTATION: value})
 
     def release_node_lock(self, node: str, namespace: str, pod: str) -> None:
         with self._lock:

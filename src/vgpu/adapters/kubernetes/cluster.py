@@ -20,6 +20,7 @@ from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_clie
 from vgpu.adapters.kubernetes.events import event_manifest
 from vgpu.adapters.kubernetes.informer import Informer
 from vgpu.adapters.kubernetes.nodelock import DEFAULT_CONFLICT_WAIT_S, NodeLocker
+from vgpu.adapters.kubernetes.nodeupdate import update_node_annotations
 from vgpu.adapters.kubernetes.resources import ResourceSpec, nodes, pods, quotas
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.pod import Pod, pod_from_manifest
@@ -27,6 +28,7 @@ from vgpu.ports.cluster import (
     ClusterError,
     ClusterEvent,
     EventHandler,
+    NodeUpdate,
     NotFound,
     Quota,
     Subscribers,
@@ -87,6 +89,7 @@ class KubernetesCluster:
             if watch_quotas
             else None
         )
+        self._sleep = sleep
         self._locker = NodeLocker(self._api, clock, sleep, conflict_wait_s=lock_conflict_wait_s)
         self._watch_nodes = watch_nodes
 
@@ -211,6 +214,13 @@ class KubernetesCluster:
         )
         self._nodes.store.write_through(node_from_manifest(manifest))
 
+    def update_node_annotations(self, name: str, update: NodeUpdate) -> None:
+        """Write what `update` makes of the node's annotations, with a resourceVersion
+        precondition, reading the node again after a conflict (see `nodeupdate`)."""
+        manifest = update_node_annotations(self._api, name, update, self._sleep)
+        if manifest is not None:
+            self._nodes.store.write_through(node_from_manifest(manifest))
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         """Create the pod's Binding to `node`; ClusterError says why it failed.
 
@@ -249,14 +259,22 @@ class KubernetesCluster:
         except ClusterError as exc:
             log.warning("event %s on pod %s/%s not recorded: %s", reason, namespace, pod, exc)
 
-    def lock_node(self, node: str, namespace: str, pod: str, expiry: timedelta) -> None:
+    def lock_node(
+        self,
+        node: str,
+        namespace: str,
+        pod: str,
+        expiry: timedelta,
+        also: NodeUpdate | None = None,
+    ) -> None:
         """Take `hami.io/mutex.lock` on the node for the pod (HAMi-compatible value).
 
         Succeeds when the lock is free, already the pod's, expired, or held by a pod that no
         longer exists; waits up to `lock_conflict_wait_s` while another live pod holds it.
         Raises Conflict when that pod still holds it then, NotFound for a missing node.
+        `also` adds annotations to the same patch.
         """
-        manifest = self._locker.lock(node, namespace, pod, expiry)
+        manifest = self._locker.lock(node, namespace, pod, expiry, also)
         self._nodes.store.write_through(node_from_manifest(manifest))
         log.info("node %s locked for pod %s/%s", node, namespace, pod)
 

@@ -13,21 +13,21 @@ waits for it, as HAMi's bind does: it re-reads with a jittered backoff from 100 
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
 from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
-from vgpu.adapters.kubernetes.backoff import Backoff, retry_delays
+from vgpu.adapters.kubernetes.backoff import Backoff
+from vgpu.adapters.kubernetes.nodeupdate import ATTEMPTS, annotation_patch, tries
 from vgpu.domain.errors import DomainError
 from vgpu.domain.nodelock import DEFAULT_CLOCK_SKEW, NodeLock, lock_releasable, parse_node_lock
 from vgpu.domain.vendor import NODE_LOCK_ANNOTATION
-from vgpu.ports.cluster import Conflict, NotFound
+from vgpu.ports.cluster import Conflict, NodeUpdate, NotFound
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 5
 DEFAULT_CONFLICT_WAIT_S = 5.0
 
 
@@ -106,17 +106,26 @@ class NodeLocker:
         self._monotonic = monotonic
         self._skew = skew
 
-    def lock(self, node: str, namespace: str, pod: str, expiry: timedelta) -> dict[str, object]:
-        """Take the lock; returns the patched node manifest, or the current one if already ours.
+    def lock(
+        self,
+        node: str,
+        namespace: str,
+        pod: str,
+        expiry: timedelta,
+        also: NodeUpdate | None = None,
+    ) -> dict[str, object]:
+        """Take the lock; returns the patched node manifest, or the current one if already ours
+        (and `also` has nothing to write).
 
-        Raises NotFound for a missing node, Conflict when another live pod still holds the lock
-        after `conflict_wait_s`.
+        `also` adds annotations to the lock's own patch, computed from the same read of the
+        node. Raises NotFound for a missing node, Conflict when another live pod still holds the
+        lock after `conflict_wait_s`.
         """
         deadline = self._monotonic() + self._conflict_wait_s
         waits = Backoff(initial=0.1, factor=2.0, cap=1.0, jitter=0.2)
         while True:
             try:
-                return self._try_lock(node, namespace, pod, expiry)
+                return self._try_lock(node, namespace, pod, expiry, also)
             except _Held as held:
                 left = deadline - self._monotonic()
                 if left <= 0:
@@ -126,25 +135,27 @@ class NodeLocker:
                 self._sleep(delay)
 
     def _try_lock(
-        self, node: str, namespace: str, pod: str, expiry: timedelta
+        self, node: str, namespace: str, pod: str, expiry: timedelta, also: NodeUpdate | None
     ) -> dict[str, object]:
         """One attempt: take the lock (retrying a racing write), or raise _Held."""
         path = object_path("/api/v1/nodes", node)
-        for delay in _tries():
+        for delay in tries():
             manifest = self._api.get(path)
             meta = manifest.get("metadata") or {}
-            held = (meta.get("annotations") or {}).get(NODE_LOCK_ANNOTATION)
+            annotations = meta.get("annotations") or {}
+            held = annotations.get(NODE_LOCK_ANNOTATION)
             now = self._clock()
             state = judge_lock(held, namespace, pod, now, expiry, self._pod_exists, self._skew)
-            if state.verdict is Verdict.OURS:
-                return manifest
             if not state.verdict.may_take:
                 assert state.lock is not None
                 raise _Held(
                     f"node {node} is locked by pod {state.lock.namespace}/{state.lock.pod} "
                     f"since {state.lock.taken_at.isoformat()}"
                 )
-            if state.verdict is not Verdict.FREE:
+            extra = dict(also(annotations)) if also is not None else {}
+            if state.verdict is Verdict.OURS and not extra:
+                return manifest
+            if state.verdict not in (Verdict.FREE, Verdict.OURS):
                 log.info(
                     "node %s: replacing %s lock %r for pod %s/%s",
                     node,
@@ -153,9 +164,10 @@ class NodeLocker:
                     namespace,
                     pod,
                 )
-            value = NodeLock(now, namespace, pod).encode()
+            if state.verdict is not Verdict.OURS:
+                extra[NODE_LOCK_ANNOTATION] = NodeLock(now, namespace, pod).encode()
             try:
-                return self._api.merge_patch(path, _annotation_patch(meta, value))
+                return self._api.merge_patch(path, annotation_patch(meta, extra))
             except Conflict:
                 if delay is None:
                     break
@@ -168,7 +180,7 @@ class NodeLocker:
     def release(self, node: str, namespace: str, pod: str) -> dict[str, object] | None:
         """Remove the lock if `namespace/pod` holds it; returns the patched node, else None."""
         path = object_path("/api/v1/nodes", node)
-        for delay in _tries():
+        for delay in tries():
             try:
                 manifest = self._api.get(path)
             except NotFound:
@@ -178,7 +190,9 @@ class NodeLocker:
             if held is None or not lock_releasable(held, namespace, pod):
                 return None
             try:
-                return self._api.merge_patch(path, _annotation_patch(meta, None))
+                return self._api.merge_patch(
+                    path, annotation_patch(meta, {NODE_LOCK_ANNOTATION: None})
+                )
             except NotFound:
                 return None
             except Conflict:
@@ -201,16 +215,3 @@ class _Held(Exception):
     """Another live pod holds the lock; the message says who and since when."""
 
 
-def _tries() -> Iterator[float | None]:
-    """One item per try: the delay before the next try, None on the last."""
-    yield from retry_delays(ATTEMPTS)
-    yield None
-
-
-def _annotation_patch(meta: dict[str, object], value: str | None) -> dict[str, object]:
-    return {
-        "metadata": {
-            "resourceVersion": meta.get("resourceVersion"),
-            "annotations": {NODE_LOCK_ANNOTATION: value},
-        }
-    }

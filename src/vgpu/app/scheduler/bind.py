@@ -1,4 +1,10 @@
-"""The bind verb: lock the node, mark the pod allocating, create the Binding.
+"""The bind verb: check the reservation, lock the node, mark the pod allocating, bind.
+
+Before anything is written, the pod's reserved grant must still fit its node beside every other
+pod's (the pod itself left out): kube-scheduler may have its filter answer from one replica and
+ask another to bind, and a grant may have been counted since that leaves no room. If it does not
+fit, the bind is refused and the reservation released and revoked. The node lock's patch also
+records the grant in the node's occupancy record (recorder.py), before the Binding exists.
 
 Every step's failure is judged by what the API says. A clear refusal releases the node lock and
 the reservation (and takes the grant off the pod, durably). An ambiguous Binding failure
@@ -11,7 +17,14 @@ import logging
 from datetime import timedelta
 
 from vgpu.app.scheduler.context import VerbContext
-from vgpu.app.scheduler.grants import Notes, Outcome, grant_annotations, written_identity
+from vgpu.app.scheduler.grants import (
+    Notes,
+    Outcome,
+    grant_annotations,
+    written_claim,
+    written_identity,
+)
+from vgpu.app.scheduler.trust import grant_identity
 from vgpu.domain import DomainError, NoPlacement, Pod, PodPlan, decide, plan_pod
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, BIND_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, Rejected
@@ -41,24 +54,43 @@ class BindVerb:
                 return self._failed(pod, node, chosen)
             annotations, labels = chosen
         else:
-            with ctx.state.locked():
-                allocation = ctx.state.ledger.allocation(pod.key)
-                if allocation is not None and allocation.node == node:
-                    ctx.state.start_binding(pod.key)
-            if allocation is None or allocation.node != node:
-                held = (
-                    "it holds none: filter did not place it, or the reservation expired"
-                    if allocation is None
-                    else f"its cards are reserved on {allocation.node}"
-                )
-                return self._failed(
-                    pod,
-                    node,
-                    f"pod {pod.key} has no GPU reservation on {node} ({held}); "
-                    "it will be scheduled again",
-                )
+            refused = self._check_reserved(pod, node)
+            if refused:
+                return refused
             annotations, labels = {}, {}
         return self._bind_reserved(pod, node, annotations, labels)
+
+    def _check_reserved(self, pod: Pod, node: str) -> str:
+        """Single-node mode: '' when the pod's reservation on `node` may be bound (it is marked
+        as binding then), else the bind's error."""
+        ctx, state = self._ctx, self._ctx.state
+        with state.locked():
+            allocation = state.ledger.allocation(pod.key)
+            reservation = state.reservation(pod.key)
+            misfit = state.ledger.misfit(pod.key)
+            claim = written_claim(pod, {}, ctx.vendor)
+            carried = reservation is None or (
+                claim is not None and grant_identity(claim) == reservation.signature
+            )
+            if allocation is not None and allocation.node == node and carried and not misfit:
+                state.start_binding(pod.key)
+                return ""
+        if allocation is None or allocation.node != node:
+            held = (
+                "it holds none: filter did not place it, or the reservation expired"
+                if allocation is None
+                else f"its cards are reserved on {allocation.node}"
+            )
+            message = f"pod {pod.key} has no GPU reservation on {node} ({held})"
+            return self._failed(pod, node, f"{message}; it will be scheduled again")
+        if not carried:
+            message = f"pod {pod.key}'s annotations do not carry the grant reserved for it"
+            return self._failed(pod, node, f"{message}; it will be scheduled again")
+        message = (
+            f"pod {pod.key}'s GPU reservation on {node} no longer fits beside the other pods' "
+            f"grants ({misfit})"
+        )
+        return self._refuse_reserved(pod, node, message)
 
     def _reserve_on(self, pod: Pod, plan: PodPlan, node: str) -> tuple[Notes, Notes] | str:
         ctx, state = self._ctx, self._ctx.state
@@ -88,11 +120,16 @@ class BindVerb:
     def _bind_reserved(self, pod: Pod, node: str, annotations: Notes, labels: Notes) -> str:
         ctx = self._ctx
         expiry = timedelta(seconds=ctx.config.lock_expiry)
+        claim = written_claim(pod, annotations, ctx.vendor)
+        if claim is None:  # cannot happen: the reservation was checked against the pod's grant
+            return self._give_up(pod, node, f"pod {pod.key} carries no grant to bind")
+        record = ctx.recorder.for_bind(pod, node, claim)
         try:
             ctx.fence.check(f"lock on node {node}")
-            ctx.cluster.lock_node(node, pod.namespace, pod.name, expiry)
+            ctx.cluster.lock_node(node, pod.namespace, pod.name, expiry, also=record)
         except ClusterError as exc:
             return self._give_up(pod, node, f"binding {pod.key} to {node} failed: {exc}")
+        record.done()
         marks = {
             **annotations,
             BIND_PHASE_ANNOTATION: "allocating",
@@ -149,6 +186,11 @@ class BindVerb:
             ctx.cluster.release_node_lock(node, pod.namespace, pod.name)
         except ClusterError as exc:
             log.warning("node %s: lock not released: %s", node, exc)
+        return self._refuse_reserved(pod, node, message)
+
+    def _refuse_reserved(self, pod: Pod, node: str, message: str) -> str:
+        """Free the cards reserved for the pod and take its grant off it, durably."""
+        ctx = self._ctx
         reservation = ctx.state.reservation(pod.key)
         ctx.state.release(pod.key, revoke=True)
         if reservation is not None:

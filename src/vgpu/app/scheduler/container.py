@@ -27,13 +27,17 @@ from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.handshake import NodeHandshake
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.scheduler.late_grants import LateGrants
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.app.scheduler.preempt import Preempter
+from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
-from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
+from vgpu.app.scheduler.runtime import Chore, Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.takeover import REPORT_PERIOD, TakeoverReport
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
 from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import Pod
@@ -74,7 +78,11 @@ def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | 
 
 
 def build_trust(config: SchedulerConfig, keys: GrantKeys | None) -> GrantTrust:
-    return GrantTrust(config.vendor(), config.scheduler_name, None if keys is None else keys.ring)
+    """The trust rule; taking over from HAMi, its scheduler's unsigned grants are believed."""
+    takeover = config.takeover
+    hami = frozenset(takeover.hami_scheduler_names) if takeover.from_hami else frozenset()
+    ring = None if keys is None else keys.ring
+    return GrantTrust(config.vendor(), config.scheduler_name, ring, unsigned_from=hami)
 
 
 def build_handshake(
@@ -115,10 +123,33 @@ def build_metrics(
     state: SchedulerState,
     is_leader: Callable[[], bool],
     events: EventQueue,
+    book: OccupancyBook,
 ) -> SchedulerMetrics:
-    metrics = SchedulerMetrics(state, config.vendor(), is_leader, legacy=config.legacy_metrics)
+    metrics = SchedulerMetrics(
+        state,
+        config.vendor(),
+        is_leader,
+        legacy=config.legacy_metrics,
+        unsigned_counted=lambda: len(book.unsigned()),
+    )
     metrics.registry.register(EventsCollector(events))
     return metrics
+
+
+# how often the leader records counted pods in their nodes' occupancy records, and revokes
+# late grants: often enough that a restart soon after finds them
+RECORD_PERIOD = 2.0
+LATE_GRANT_PERIOD = 0.5
+
+
+def build_chores(
+    recorder: OccupancyRecorder, late_grants: LateGrants, report: TakeoverReport
+) -> list[Chore]:
+    return [
+        Chore("vgpu-occupancy-recorder", RECORD_PERIOD, recorder.record_now),
+        Chore("vgpu-late-grants", LATE_GRANT_PERIOD, late_grants.settle),
+        Chore("vgpu-takeover-report", REPORT_PERIOD, report.report),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +248,18 @@ class SchedulerContainer(containers.DeclarativeContainer):
 
     keys = providers.Singleton(build_keys, config, backend)
     trust = providers.Singleton(build_trust, config, keys)
-    follower = providers.Singleton(ClusterFollower, state, vendor, memory_factor, clock, trust)
     leader_check = providers.Callable(_leader_check, backend)
+    fence = providers.Singleton(Fence, leader_check)
     revoker = providers.Singleton(build_revoker, config, backend, leader_check)
+    events = providers.Singleton(EventQueue, backend.provided.port, leader_check)
+    book = providers.Singleton(OccupancyBook)
+    late_grants = providers.Singleton(LateGrants, revoker, events, fence)
+    follower = providers.Singleton(
+        ClusterFollower, state, vendor, memory_factor, clock, trust, book, late_grants
+    )
+    recorder = providers.Singleton(OccupancyRecorder, backend.provided.port, book, fence)
+    takeover_report = providers.Singleton(TakeoverReport, book, fence)
+    chores = providers.Callable(build_chores, recorder, late_grants, takeover_report)
     handshake = providers.Singleton(
         build_handshake, config, fake_cluster_file, backend, state, follower, leader_check
     )
@@ -238,8 +278,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
         key_refresh=config.provided.signing.refresh_period,
         handshake=handshake,
         handshake_period=config.provided.handshake_period,
+        chores=chores,
     )
-    events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
     service = providers.Singleton(
         SchedulerService,
@@ -253,8 +293,11 @@ class SchedulerContainer(containers.DeclarativeContainer):
         remember_pod=backend.provided.remember_pod,
         events=events,
         explanations=explanations,
+        book=book,
     )
-    metrics = providers.Singleton(build_metrics, config, state, runtime.provided.is_leader, events)
+    metrics = providers.Singleton(
+        build_metrics, config, state, runtime.provided.is_leader, events, book
+    )
     webhook_app = providers.Singleton(
         http.webhook_app, service, metrics, runtime.provided.readiness
     )

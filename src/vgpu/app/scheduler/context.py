@@ -16,6 +16,7 @@ from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.pod_events import PodEvents
 from vgpu.app.scheduler.pod_locks import PodLocks
+from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
@@ -38,6 +39,7 @@ class VerbContext:
     fence: Fence
     pod_locks: PodLocks
     clock: Callable[[], float]
+    recorder: OccupancyRecorder
     explanations: ExplanationStore | None = None
 
     @property

@@ -4,16 +4,24 @@ Every event is applied on its own and never raises: a malformed node annotation 
 unusable (with the reason kept for filter replies), a malformed pod annotation makes that pod
 ignored, a malformed quota is skipped; each with a log line.
 
-A pod's grant counts only when `GrantTrust` vouches for it (trust.py). A pod whose grant stops
-being vouched for (annotations edited, cleared, or bound elsewhere) gives its cards back, unless
-it is unbound and holds a reservation this process made and has not written yet. The leader
-and a standby run this same code on the same events, so their ledgers agree.
+Which pods count (trust.py, the domain's counting rule): a bound, unfinished pod counts what
+bound_pods.py says (its node's occupancy record, else the grant first counted, else a believed
+grant or one it holds GPUs with), and keeps counting it whatever its annotations say later. An
+unbound pod counts only a believed grant, as a reservation, and only if it fits: a grant that
+would over-fill a card is not counted and the leader revokes it (late_grants.py). An unbound
+pod whose grant stops being believed (annotations edited or cleared) gives its cards back,
+unless it holds a reservation this process made and has not written yet. The leader and a
+standby run this same code on the same events and read the same records, so their ledgers
+agree.
 """
 
 import logging
 import threading
 from collections.abc import Callable
 
+from vgpu.app.scheduler.bound_pods import BoundPods
+from vgpu.app.scheduler.late_grants import LateGrants
+from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import (
@@ -24,15 +32,23 @@ from vgpu.domain import (
     Vendor,
     limits_from_hard,
 )
+from vgpu.domain.grant_trust import GrantVerdict
 from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.initrelease import hold_after_init
+from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION
+from vgpu.domain.vendor import ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 
 log = logging.getLogger(__name__)
 
+_UNDATED = 1 << 62  # a grant without a readable time counts as the newest, as `_since` does
+
 
 class ClusterFollower:
-    """Applies cluster events to a SchedulerState."""
+    """Applies cluster events to a SchedulerState and an OccupancyBook.
+
+    `late_grants` takes the unbound grants not counted because they would over-fill a card
+    (none: they are only logged)."""
 
     def __init__(
         self,
@@ -41,12 +57,17 @@ class ClusterFollower:
         memory_factor: int,
         clock: Callable[[], float],
         trust: GrantTrust,
+        book: OccupancyBook | None = None,
+        late_grants: LateGrants | None = None,
     ) -> None:
         self._state = state
         self._vendor = vendor
         self._memory_factor = memory_factor
         self._clock = clock
         self._trust = trust
+        self._book = book if book is not None else OccupancyBook()
+        self._bound = BoundPods(state, self._book, vendor)
+        self._late_grants = late_grants
         self._quotas: dict[tuple[str, str], QuotaLimits] = {}
         self._ignored: dict[str, str] = {}  # pod -> why its grant is not counted (logged once)
         # one event or one rebuild at a time: a rebuild's listed copy of a pod can never be
@@ -74,12 +95,13 @@ class ClusterFollower:
         state; events wait meanwhile."""
         with self._serial:
             nodes, quotas, pods = cluster.list_nodes(), cluster.list_quotas(), cluster.list_pods()
-            for node in nodes:
+            for node in nodes:  # first: their occupancy records say what bound pods count
                 self._apply(ClusterEvent(Kind.NODE, Action.ADDED, node))
             for quota in quotas:
                 self._apply(ClusterEvent(Kind.QUOTA, Action.ADDED, quota))
-            for pod in pods:
+            for pod in sorted(pods, key=_rebuild_order):
                 self._apply(ClusterEvent(Kind.POD, Action.ADDED, pod))
+            self._book.end_all_but({pod.uid for pod in pods if not pod.is_finished})
         log.info(
             "state rebuilt from the cluster: %d nodes, %d quotas, %d pods, %d holding GPUs",
             len(nodes),
@@ -99,6 +121,13 @@ class ClusterFollower:
     # nodes -----------------------------------------------------------------------------------
     def _node(self, action: Action, node: ClusterNode) -> None:
         state = self._state
+        if action is Action.DELETED:
+            self._book.drop_node(node.name)
+        else:
+            text = node.annotations.get(OCCUPANCY_ANNOTATION)
+            record = self._book.read_record(node.name, text)
+            if record is not None:
+                self._bound.record_changed(node.name, record)
         if action is Action.DELETED or self._vendor.register_annotation not in node.annotations:
             with state.locked():
                 state.clear_node_problem(node.name)
@@ -129,40 +158,68 @@ class ClusterFollower:
         if action is Action.DELETED:
             state.forget(pod.key)
             self._ignored.pop(pod.key, None)
+            self._bound.ended(pod)
+            if self._late_grants is not None:
+                self._late_grants.forget(pod.key)
             return
         if pod.is_finished:
+            self._bound.ended(pod)
             if state.release(pod.key):
                 log.info("pod %s %s: its GPU slices are free again", pod.key, pod.phase)
             return
-        verdict = self._trust.judge(pod)
+        judged = self._trust.occupancy(pod)
+        if not pod.node_name:
+            self._unbound(pod, judged.verdict)
+        elif self._bound.count(pod, judged):
+            self._ignored.pop(pod.key, None)
+        else:
+            self._ignore(pod, judged.why_not)
+
+    def _unbound(self, pod: Pod, verdict: GrantVerdict) -> None:
+        """A believed grant reserves its cards if they have room; else it is a late grant."""
         if verdict.claim is None or verdict.grants is None or verdict.problem:
             self._ignore(pod, verdict.problem)
             return
         self._ignored.pop(pod.key, None)
         claim, grants = verdict.claim, verdict.grants
-        signature = grant_identity(claim)
-        if not pod.node_name and state.is_revoked(pod.key, signature):
+        identity = grant_identity(claim)
+        state = self._state
+        if state.is_revoked(pod.key, identity):
             return
         after_init = hold_after_init(grants, pod.init_progress)
         with state.locked():
-            before = state.ledger.allocation(pod.key)
-            problems = state.hold(
-                pod.key,
-                pod.namespace,
-                claim.node,
-                grants,
-                pod.init_count,
-                strict=False,
-                footprint=after_init,
-            )
-            if after_init is not None and before is not None and before.footprint != after_init:
-                log.info("pod %s: init containers done, it now holds %s", pod.key, after_init)
-            if pod.node_name:
-                state.bound(pod.key)
+            late = state.ledger.overfill(pod.key, claim.node, grants, pod.init_count, after_init)
+            if late:
+                reservation = state.reservation(pod.key)
+                if reservation is None or not reservation.own:  # superseded by the late grant
+                    state.release(pod.key)
+                state.revoke(pod.key, identity)
             else:
+                problems = state.hold(
+                    pod.key,
+                    pod.namespace,
+                    claim.node,
+                    grants,
+                    pod.init_count,
+                    strict=False,
+                    footprint=after_init,
+                )
                 current = state.reservation(pod.key)
-                if current is None or current.signature != signature:
-                    state.reserve(pod.key, claim.node, self._since(claim.assigned_time), signature)
+                if current is None or current.signature != identity:
+                    state.reserve(pod.key, claim.node, self._since(claim.assigned_time), identity)
+        if late:
+            log.warning(
+                "pod %s: its grant on %s (%s %s) is not counted: %s; the grant counted before "
+                "keeps the card, and the leader takes this one off the pod",
+                pod.key,
+                claim.node,
+                ASSIGNED_TIME_ANNOTATION,
+                claim.assigned_time,
+                late,
+            )
+            if self._late_grants is not None:
+                self._late_grants.found(pod, claim.node, identity, late)
+            return
         for problem in problems:
             log.warning("%s", problem)
 
@@ -183,11 +240,8 @@ class ClusterFollower:
                 log.info("pod %s: its grant is gone; its GPU slices are free again", pod.key)
 
     def _since(self, assigned: str) -> float:
-        """When the grant was written (`hami.io/vgpu-time`, unix seconds), else now."""
-        try:
-            return float(whole_number(assigned, 0, INT64[1]))
-        except ValueError:
-            return self._clock()
+        seconds = _seconds(assigned)
+        return self._clock() if seconds is None else float(seconds)
 
     # quotas ----------------------------------------------------------------------------------
     def _quota(self, action: Action, quota: Quota) -> None:
@@ -221,3 +275,18 @@ class ClusterFollower:
             cores=tightest([q.cores for q in found]),
             cards=tightest([q.cards for q in found]),
         )
+
+
+def _seconds(assigned: str) -> int | None:
+    """`hami.io/vgpu-time` as whole seconds, None when it is not a number."""
+    try:
+        return whole_number(assigned, 0, INT64[1])
+    except ValueError:
+        return None
+
+
+def _rebuild_order(pod: Pod) -> tuple[bool, int, str]:
+    """Bound pods first (they always count), then unbound grants oldest first: of two that
+    cannot share a card, the earlier keeps it, as it did while the events came one by one."""
+    assigned = _seconds(pod.annotations.get(ASSIGNED_TIME_ANNOTATION, ""))
+    return (not pod.node_name, assigned if assigned is not None else _UNDATED, pod.key)

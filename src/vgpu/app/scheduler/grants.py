@@ -20,7 +20,7 @@ from vgpu.domain.mig_allocations import (
     encode_mig_allocations,
 )
 from vgpu.domain.mig_grants import mig_reservations
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
+from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 
@@ -70,10 +70,16 @@ def grant_annotations(
 
 def written_identity(pod: Pod, annotations: Notes, vendor: Vendor) -> str:
     """The grant identity (trust.grant_identity) of annotations made by `grant_annotations`."""
-    written = {key: value for key, value in annotations.items() if value is not None}
-    claim = grant_claim(pod.uid, written, vendor)
+    claim = written_claim(pod, annotations, vendor)
     assert claim is not None  # grant_annotations always writes the node and the cards
     return grant_identity(claim)
+
+
+def written_claim(pod: Pod, annotations: Notes, vendor: Vendor) -> GrantClaim | None:
+    """The grant `pod` carries once `annotations` (a patch: None removes a key) are written."""
+    merged = {**pod.annotations, **annotations}
+    written = {key: value for key, value in merged.items() if value is not None}
+    return grant_claim(pod.uid, written, vendor)
 
 
 def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None]]:

@@ -56,6 +56,7 @@ class SchedulerMetrics:
         vendor: Vendor,
         is_leader: Callable[[], bool],
         legacy: bool = False,
+        unsigned_counted: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.latency = Histogram(
@@ -72,7 +73,7 @@ class SchedulerMetrics:
             ["verb", "outcome"],
             registry=self.registry,
         )
-        self._state = _StateGauges(state, vendor, is_leader, legacy)
+        self._state = _StateGauges(state, vendor, is_leader, legacy, unsigned_counted)
 
     def render(self) -> bytes:
         text = "".join(gauge.text() for gauge in self._state.collect())
@@ -172,11 +173,13 @@ class _StateGauges:
         vendor: Vendor,
         is_leader: Callable[[], bool],
         legacy: bool,
+        unsigned_counted: Callable[[], int],
     ) -> None:
         self._state = state
         self._vendor = vendor
         self._is_leader = is_leader
         self._legacy = legacy
+        self._unsigned_counted = unsigned_counted
 
     def collect(self) -> Iterable[_Gauge]:
         yield build_info()
@@ -196,6 +199,13 @@ class _StateGauges:
             (key, node, grants.get(key, ())) for key, node, _ in snapshot.pods
         )
         yield from self._quotas(snapshot.quotas)
+        unsigned = _Gauge(
+            "vgpu_unsigned_grants_counted",
+            "Bound pods counted without a grant signed with vgpu's key (HAMi's, or edited "
+            "since); HAMi's pods are gone and signing can be enforced when this is 0.",
+        )
+        unsigned.add_metric([], self._unsigned_counted())
+        yield unsigned
 
     def _family(
         self, name: str, legacy_name: str | None, help_text: str,

@@ -7,12 +7,17 @@ reservations whose pod was never bound within the timeout and, on the leader, ta
 grants off the pods (durably, retrying until the write lands). The key ring is re-read every
 `key_refresh` seconds so that a rotation is picked up; when it changed, every pod is judged
 again, so grants signed with a key this replica had not seen yet are counted from then on.
+Chores (the node handshake, the occupancy recorder, late-grant revocation, the takeover report)
+each run on their own thread every period once the state is synced; each decides itself
+whether it must lead.
 """
 
 import gc
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from vgpu.app.scheduler.follower import ClusterFollower
@@ -46,6 +51,15 @@ class Leadership(Protocol):
     def stop(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Chore:
+    """Work repeated every `period` seconds on a thread named `name`, once the state is synced."""
+
+    name: str
+    period: float
+    run: Callable[[], object]
+
+
 class SchedulerRuntime:
     """Runs the follower, the initial sync and the reservation sweeper; answers readiness."""
 
@@ -64,6 +78,7 @@ class SchedulerRuntime:
         key_refresh: float = 30.0,
         handshake: NodeHandshake | None = None,
         handshake_period: float = 15.0,
+        chores: Sequence[Chore] = (),
     ) -> None:
         self._cluster = cluster
         self._state = state
@@ -76,8 +91,10 @@ class SchedulerRuntime:
         self._revoker = revoker
         self._keys = keys
         self._key_refresh = key_refresh
-        self._handshake = handshake
-        self._handshake_period = handshake_period
+        self._chores = tuple(chores)
+        self._handshake = handshake  # also follows node deletions (start subscribes it)
+        if handshake is not None:
+            self._chores += (Chore("vgpu-handshake", handshake_period, handshake.pass_now),)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -106,8 +123,8 @@ class SchedulerRuntime:
         self._spawn("vgpu-sweeper", self._sweep)
         if self._keys is not None:
             self._spawn("vgpu-keys", self._refresh_keys)
-        if self._handshake is not None:
-            self._spawn("vgpu-handshake", self._handshakes)
+        for chore in self._chores:
+            self._spawn(chore.name, partial(self._repeat, chore))
 
     def stop(self) -> None:
         self._stopping.set()
@@ -189,16 +206,14 @@ class SchedulerRuntime:
             except Exception as exc:
                 log.warning("grant keys not refreshed (the current ring stays): %s", exc)
 
-    def _handshakes(self) -> None:
-        handshake = self._handshake
-        assert handshake is not None
-        while not self._stopping.wait(self._handshake_period):
+    def _repeat(self, chore: Chore) -> None:
+        while not self._stopping.wait(chore.period):
             if not self._state.synced:
                 continue
             try:
-                handshake.pass_now()
+                chore.run()
             except Exception:
-                log.exception("node handshake pass failed; the next one retries")
+                log.exception("%s failed; it runs again in %.1f s", chore.name, chore.period)
 
     def _sweep(self) -> None:
         period = max(min(self._timeout / 4, 5.0), 0.05)

@@ -33,8 +33,10 @@ from vgpu.app.scheduler.filter import (
     views_from_objects,
 )
 from vgpu.app.scheduler.grants import PodWriter
+from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.app.scheduler.pod_events import ClusterPodEvents, PodEvents
 from vgpu.app.scheduler.pod_locks import PodLocks
+from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
@@ -67,7 +69,9 @@ class SchedulerService:
     """Admission, filter, prioritize and bind against a ClusterPort and the shared state.
 
     `trust` judges and signs grants; `revoker` takes released grants off pods (shared with the
-    runtime's sweeper); `events` records pod Events (default: synchronously, leader only).
+    runtime's sweeper); `events` records pod Events (default: synchronously, leader only);
+    `book` is the occupancy book the follower keeps, which binds write records from (default: a
+    book of its own, which knows no record and so prunes none).
     """
 
     def __init__(
@@ -82,9 +86,11 @@ class SchedulerService:
         remember_pod: Callable[[Pod], None] | None = None,
         events: PodEvents | None = None,
         explanations: ExplanationStore | None = None,
+        book: OccupancyBook | None = None,
     ) -> None:
         scheduling = config.scheduling()
         fence = Fence(is_leader)
+        book = book if book is not None else OccupancyBook()
         self._ctx = VerbContext(
             cluster=cluster,
             state=state,
@@ -97,6 +103,7 @@ class SchedulerService:
             fence=fence,
             pod_locks=PodLocks(),
             clock=clock,
+            recorder=OccupancyRecorder(cluster, book, fence),
             explanations=explanations,
         )
         self._admission = config.admission()

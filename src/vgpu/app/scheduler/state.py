@@ -281,6 +281,12 @@ class SchedulerState:
                 self._revoked.setdefault(pod, set()).add(reservation.signature)
             return held
 
+    def revoke(self, pod: str, signature: str) -> None:
+        """Ignore the grant `signature` on the pod's annotations from now on (until it is bound
+        or gone), as for a released reservation."""
+        with self._lock:
+            self._revoked.setdefault(pod, set()).add(signature)
+
     def forget(self, pod: str) -> None:
         """The pod is gone for good."""
         with self._lock:

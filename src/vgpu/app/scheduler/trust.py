@@ -1,11 +1,16 @@
-"""Which grants written on pods the scheduler believes: the domain's rule
-(`vgpu.domain.grant_trust`) with this replica's key ring, or its own name with signing off.
+"""Which grants written on pods the scheduler believes, and which occupy cards: the domain's
+rules (`vgpu.domain.grant_trust`, `vgpu.domain.occupancy`) with this replica's key ring, or
+with the schedulers it trusts by name when signing is off.
+
+While a cluster is taken over from HAMi (`takeover.from_hami`), grants on pods that name one of
+HAMi's schedulers are believed unsigned too, so HAMi's pending pods reserve their cards.
 """
 
 from collections.abc import Callable
 
 from vgpu.domain import Pod, Vendor
-from vgpu.domain.grant_trust import GrantVerdict, NamedSchedulers, Signatures, judge_grant
+from vgpu.domain.grant_trust import NamedSchedulers, Signatures
+from vgpu.domain.occupancy import Occupancy, judge_occupancy
 from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 
 
@@ -16,25 +21,31 @@ def grant_identity(claim: GrantClaim) -> str:
 
 
 class GrantTrust:
-    """Judges pods' grants. `ring` gives the current key ring; None means signing is off."""
+    """Judges pods' grants. `ring` gives the current key ring; None means signing is off.
+    `unsigned_from` names schedulers whose grants are believed without a signature (HAMi's,
+    during a takeover)."""
 
     def __init__(
         self,
         vendor: Vendor,
         scheduler_name: str,
         ring: Callable[[], KeyRing | None] | None,
+        unsigned_from: frozenset[str] = frozenset(),
     ) -> None:
         self._vendor = vendor
         self._scheduler_name = scheduler_name
         self._ring = ring
+        self._unsigned_from = unsigned_from
 
-    def judge(self, pod: Pod) -> GrantVerdict:
-        rule = (
-            NamedSchedulers(frozenset({self._scheduler_name}))
-            if self._ring is None
-            else Signatures(self._ring())
-        )
-        return judge_grant(pod, self._vendor, rule)
+    def _rule(self) -> Signatures | NamedSchedulers:
+        if self._ring is None:
+            return NamedSchedulers(frozenset({self._scheduler_name}) | self._unsigned_from)
+        return Signatures(self._ring(), self._unsigned_from)
+
+    def occupancy(self, pod: Pod) -> Occupancy:
+        """Whether the pod's grant, as its annotations say now, occupies cards; its `verdict`
+        says whether it is believed (all a pending pod may claim)."""
+        return judge_occupancy(pod, self._vendor, self._rule())
 
     def sign(self, claim: GrantClaim) -> dict[str, str]:
         """The signature annotation for a grant this scheduler writes ({} with signing off)."""
