@@ -104,6 +104,21 @@ def test_the_node_handshake_follows_the_hami_release_the_values_name(tmp_path: P
     assert (older.hami_version, older.handshake_period) == (HamiVersion.V2_8, 60)
 
 
+@pytest.mark.parametrize("variant", ["default", "hami-values"])
+def test_vgpu_and_kube_scheduler_elect_their_leaders_on_different_leases(
+    variant: str, tmp_path: Path
+) -> None:
+    objects = render(variant)
+    election = scheduler_settings(objects, tmp_path).leader_election
+    kube = yaml.safe_load(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["config.yaml"])
+    kube_lease = kube["leaderElection"]
+    assert election.enabled and kube_lease["leaderElect"]
+    assert (election.namespace, election.lease_name) != (
+        kube_lease["resourceNamespace"],
+        kube_lease["resourceName"],
+    )
+
+
 def test_kube_scheduler_calls_the_extender_on_loopback_with_the_routes_vgpu_serves(
     tmp_path: Path,
 ) -> None:
