@@ -16,7 +16,6 @@ SOURCES = sorted(
 )
 # Pages the code already names whose branch has not landed yet (issue 17/18's takeover guide,
 # named by app/settings.py). The last test fails once one exists: then take it off this list.
-NOT_WRITTEN_YET = {"migrate-from-hami.md"}
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 MENTION = re.compile(r"docs/([a-z-]+\.md)(#[a-z0-9_-]+)?")
 
@@ -66,8 +65,6 @@ def test_every_page_and_section_the_code_names_exists() -> None:
     for source in SOURCES:
         text = source.read_text(encoding="utf-8", errors="replace")
         for page, anchor in MENTION.findall(text):
-            if page in NOT_WRITTEN_YET:
-                continue
             problem = broken(REPO / "docs" / page, anchor.lstrip("#"))
             if problem:
                 problems.append(f"{source.relative_to(REPO)}: docs/{page}{anchor}: {problem}")
@@ -92,6 +89,3 @@ def test_a_slug_is_githubs() -> None:
     )
     assert slug("Bind and Allocate") == "bind-and-allocate"
 
-
-def test_the_pages_not_written_yet_are_still_missing() -> None:
-    assert [page for page in NOT_WRITTEN_YET if (REPO / "docs" / page).exists()] == []
