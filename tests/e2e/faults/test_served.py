@@ -10,7 +10,14 @@ from vgpu.domain.served_record import ServedGrant, encode_served_record
 
 
 def running(name: str, uid: str, phase: str = "Running", **annotations: str) -> dict[str, object]:
-    pod = pod_manifest("default", name, annotations=annotations, node_name="n1", phase=phase)
+    pod = pod_manifest(
+        "default",
+        name,
+        limits={"nvidia.com/gpu": 1},
+        annotations=annotations,
+        node_name="n1",
+        phase=phase,
+    )
     pod["metadata"]["uid"] = uid
     return pod
 
