@@ -9,11 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vgpu.domain.errors import DomainError
+from vgpu.domain.fragmentation import PaperPolicy, parse_paper_policy
+
 from .engine import ALL_PAIRS, PolicyPair
 from .progress import ProgressBar
 from .report import document, table
 from .runner import run_pairs
 from .scenario import ScenarioError, default_scenario_text, load_scenario
+from .trace.command import SEEDS, run_trace
+from .trace.files import WORKLOADS
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +33,36 @@ def register(subparsers: Any) -> None:
         "--scenario an embedded default is used (see docs/simulate.md).",
     )
     parser.add_argument("--scenario", type=Path, metavar="FILE", help="scenario YAML file")
-    parser.add_argument("--seed", type=int, help="random seed (default: the scenario's seed)")
+    parser.add_argument(
+        "--trace",
+        metavar="WORKLOAD|FILE",
+        help="replay a GPU-sharing trace instead, under the FGD paper's protocol: a shipped "
+        f"openb workload ({', '.join(WORKLOADS)}) or a pod CSV with its columns",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=Path,
+        metavar="FILE",
+        help="with --trace: the cluster, a node CSV (default: the openb trace's 1213 GPU nodes)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="random seed (default: the scenario's seed; with --trace, the first seed: 42)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=_positive,
+        default=SEEDS,
+        help=f"with --trace: how many seeds, from --seed on (default {SEEDS}, as the paper)",
+    )
     parser.add_argument(
         "--policy",
-        type=_policy,
-        metavar="NODE/GPU",
-        help="run only this pair, e.g. binpack/spread (default: all four)",
+        type=_policies,
+        metavar="LIST",
+        help="run only these, comma-separated: NODE/GPU pairs such as binpack/spread (default: "
+        "all four); with --trace the paper's policies: "
+        f"{', '.join(p.value for p in PaperPolicy)} (default: all)",
     )
     parser.add_argument(
         "--preemption",
@@ -61,11 +90,15 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _policy(text: str) -> PolicyPair:
-    try:
-        return PolicyPair.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _policies(text: str) -> list[PolicyPair | PaperPolicy]:
+    """Pairs (`binpack/spread`) and the paper's policy names, in the order given."""
+    chosen: list[PolicyPair | PaperPolicy] = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            chosen.append(PolicyPair.parse(item) if "/" in item else parse_paper_policy(item))
+        except (ValueError, DomainError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return chosen
 
 
 def _positive(text: str) -> int:
@@ -80,6 +113,17 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Load the scenario, run it under the chosen pairs, print the table or JSON."""
+    pairs = [p for p in args.policy or () if isinstance(p, PolicyPair)]
+    named = [p for p in args.policy or () if isinstance(p, PaperPolicy)]
+    if args.trace is not None:
+        if clash := _trace_clash(args, pairs):
+            print(f"vgpu simulate: {clash}", file=sys.stderr)
+            return 2
+        return run_trace(args, named)
+    if named or args.nodes is not None:
+        given = f"--policy {named[0].value}" if named else "--nodes"
+        print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
+        return 2
     if args.print_scenario:
         return _print_scenario(args.scenario)
     try:
@@ -97,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.preemption:
         scenario = scenario.model_copy(update={"preemption": True})
     seed = scenario.seed if args.seed is None else args.seed
-    pairs = [args.policy] if args.policy else list(ALL_PAIRS)
+    pairs = pairs or list(ALL_PAIRS)
     bar = ProgressBar(
         sys.stderr,
         f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
@@ -128,6 +172,19 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"report: {written[-1]}", file=sys.stderr)
     return 0
+
+
+def _trace_clash(args: argparse.Namespace, pairs: list[PolicyPair]) -> str:
+    """Why these options cannot go with --trace ('' when they can)."""
+    for given, option in (
+        (args.scenario, "--scenario"),
+        (args.preemption, "--preemption"),
+        (args.print_scenario, "--print-scenario"),
+        (pairs, f"--policy {pairs[0].label}" if pairs else ""),
+    ):
+        if given:
+            return f"{option} does not apply to a trace replay (--trace)"
+    return ""
 
 
 def _print_scenario(path: Path | None) -> int:
