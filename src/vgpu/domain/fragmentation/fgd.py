@@ -10,6 +10,7 @@ cards on the lowest-index free ones.
 """
 
 import math
+from collections.abc import Sequence
 
 from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod, fitting_cards, whole_cards
 from vgpu.domain.fragmentation.workload import ShapeTable, Workload
@@ -67,17 +68,29 @@ class Fgd:
         if pod.milli >= MILLI:
             return whole_cards(node, pod.gpus)
         table = self.workload.table(node.model)
-        before = table.fragmentation(table.level(node.cpu), tuple(sorted(node.free, reverse=True)))
-        level = table.level(node.cpu - pod.cpu)
+        level, after = table.level(node.cpu), table.level(node.cpu - pod.cpu)
         best, chosen = -1, -1
         for card in fitting_cards(node, pod.milli):
-            free = list(node.free)
-            free[card] -= pod.milli
-            after = table.fragmentation(level, tuple(sorted(free, reverse=True)))
-            score = _score(before - after, table.total)
+            left = list(node.free)
+            left[card] -= pod.milli
+            score = score_change(table, level, node.free, after, left)
             if score > best:
                 best, chosen = score, card
         return (chosen,)
+
+
+def score_change(
+    table: ShapeTable,
+    level: int,
+    free: Sequence[int],
+    level_after: int,
+    free_after: Sequence[int],
+) -> int:
+    """FGD's score for a node going from (`level`, `free`) to (`level_after`, `free_after`):
+    its CPU level (`ShapeTable.level`) and its cards' free milli, in any order."""
+    before = table.fragmentation(level, tuple(sorted(free, reverse=True)))
+    after = table.fragmentation(level_after, tuple(sorted(free_after, reverse=True)))
+    return _score(before - after, table.total)
 
 
 def _best_gain(

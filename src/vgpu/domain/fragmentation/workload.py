@@ -7,13 +7,15 @@ paper); each weighs its share of the kept pods.
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from vgpu.domain.fragmentation.milli import MilliPod
 
-_MEMO_LIMIT = 1 << 17  # node states remembered per card model (a long-lived scheduler's bound)
+MEMO_LIMIT = 1 << 17  # node states remembered per card model (a long-lived scheduler's bound)
 _Shape = tuple[int, int, int, frozenset[str]]  # cards, milli, CPU, models
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,32 +42,44 @@ def typical_shapes(pods: Iterable[MilliPod], coverage: float = 0.95) -> tuple[Ty
     [(3, 1, 500), (1, 1, 1000)]
     """
     counts = Counter((p.gpus, p.milli, p.cpu, p.models) for p in pods)
-    ordered = sorted(counts.items(), key=_commonest_then_largest)
+    kept = commonest(counts, coverage, _size)
+    return tuple(
+        TypicalShape(count, gpus, milli, cpu, models) for (gpus, milli, cpu, models), count in kept
+    )
+
+
+def commonest(
+    counts: Mapping[K, int], coverage: float, size: Callable[[K], tuple[object, ...]]
+) -> list[tuple[K, int]]:
+    """The most frequent keys, the larger by `size` first among equals, until they cover
+    `coverage` of all the counts."""
+    ordered = sorted(counts.items(), key=lambda item: size(item[0]), reverse=True)
+    ordered.sort(key=lambda item: -item[1])
     wanted = coverage * sum(counts.values())
-    kept: list[TypicalShape] = []
+    kept: list[tuple[K, int]] = []
     covered = 0
-    for (gpus, milli, cpu, models), count in ordered:
+    for key, count in ordered:
         if covered >= wanted and kept:
             break
-        kept.append(TypicalShape(count, gpus, milli, cpu, models))
+        kept.append((key, count))
         covered += count
-    return tuple(kept)
+    return kept
 
 
-def _commonest_then_largest(item: tuple[_Shape, int]) -> tuple[int, int, int, int, list[str]]:
-    (gpus, milli, cpu, models), count = item
-    return -count, -gpus * milli, -cpu, -gpus, sorted(models)
+def _size(shape: _Shape) -> tuple[int, int, int, list[str]]:
+    gpus, milli, cpu, models = shape
+    return gpus * milli, cpu, gpus, sorted(models)
 
 
 class ShapeTable:
-    """A workload's typical shapes as the nodes of one card model see them, and the
-    fragmentation of node states (remembered: nodes in the same state are many)."""
+    """A workload's typical shapes as the nodes of one card model see them (`fitting`: those
+    that may use its cards, with the milli they take of each; the others, `total` counting
+    them too, strand every free milli), and the fragmentation of node states (remembered:
+    nodes in the same state are many)."""
 
-    def __init__(self, model: str, shapes: Sequence[TypicalShape]) -> None:
-        self.total = sum(s.count for s in shapes)
-        fitting = [s for s in shapes if s.takes(model)]
-        # shapes that never fit this model count every free milli of its nodes as fragmented
-        self._never = self.total - sum(s.count for s in fitting)
+    def __init__(self, fitting: Sequence[TypicalShape], total: int) -> None:
+        self.total = total
+        self._never = total - sum(s.count for s in fitting)
         self._cpus = sorted({s.cpu for s in fitting})
         # (count, the level a node's free CPU needs for the shape, milli, cards)
         self._fitting = tuple(
@@ -98,25 +112,23 @@ class ShapeTable:
                     stranded += left
             fits = roomy >= gpus and level >= needed
             value += count * (stranded if fits else everything)
-        if len(self._memo) >= _MEMO_LIMIT:
+        if len(self._memo) >= MEMO_LIMIT:
             self._memo.clear()
         self._memo[key] = value
         return value
 
 
 class Workload:
-    """Typical shapes, with one `ShapeTable` per card model, made on first need."""
+    """Typical shapes, the same milli on every card model, with one `ShapeTable` per model,
+    made on first need."""
 
     def __init__(self, shapes: Sequence[TypicalShape]) -> None:
         self.shapes = tuple(shapes)
         self._tables: dict[str, ShapeTable] = {}
 
-    def shapes_on(self, model: str) -> Sequence[TypicalShape]:
-        """The shapes as cards of `model` see them: the same on every model here."""
-        return self.shapes
-
     def table(self, model: str) -> ShapeTable:
         table = self._tables.get(model)
         if table is None:
-            table = self._tables[model] = ShapeTable(model, self.shapes_on(model))
+            fitting = [s for s in self.shapes if s.takes(model)]
+            table = self._tables[model] = ShapeTable(fitting, sum(s.count for s in self.shapes))
         return table

@@ -9,14 +9,17 @@ lands exactly on x).
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from vgpu.domain.fragmentation import (
     MILLI,
     MilliNode,
     MilliPod,
     PaperPolicy,
+    RandomPlacement,
+    Scored,
     Workload,
     placement_policy,
     typical_shapes,
@@ -67,7 +70,18 @@ class Replay:
         return self.pods - self.placed
 
 
-def replay(trace: Trace, policy: PaperPolicy, seed: int) -> Replay:
+class Chooser(Protocol):
+    """Finds the node for each pod (`NodeIndex`, or a benchmark's baseline)."""
+
+    def choose(self, pod: MilliPod) -> int | None: ...
+
+    def place(self, node: int, pod: MilliPod) -> tuple[int, ...]: ...
+
+
+Search = Callable[[Sequence[MilliNode], Sequence[int], Scored | RandomPlacement], Chooser]
+
+
+def replay(trace: Trace, policy: PaperPolicy, seed: int, search: Search = NodeIndex) -> Replay:
     """Replay `trace` under `policy` with `seed` (stream, ranks and Random's draws)."""
     wall, cpu = time.perf_counter(), time.process_time()
     cards = trace.cards
@@ -75,7 +89,7 @@ def replay(trace: Trace, policy: PaperPolicy, seed: int) -> Replay:
     stream = arrivals(trace.pods, cards * MILLI, rng)
     ranks = node_ranks(len(trace.nodes), rng)
     rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
-    index = NodeIndex(trace.nodes, ranks, rules)
+    index = search(trace.nodes, ranks, rules)
     curve = _Curve()
     arrived = used = placed = 0
     for pod in stream:

@@ -34,8 +34,8 @@ def table(trace: Trace, runs: Sequence[PolicyRuns]) -> str:
     stream = runs[0].mean(lambda r: r.pods)
     lines = [
         f"vgpu simulate --trace {trace.name}: {describe(trace)}",
-        f"Each run: the pods shuffled by its seed and tuned to ask for {LOAD * 100:.0f} % of the GPU "
-        f"({stream:,.0f} pods), none leaving; seeds {_seeds(seeds)}.",
+        f"Each run: the pods shuffled by its seed and tuned to ask for {LOAD * 100:.0f} % of the "
+        f"GPU ({stream:,.0f} pods), none leaving; seeds {_seeds(seeds)}.",
         "",
         "GPU allocated when 100 % and 130 % of it has arrived, in percent: mean ±sd over the "
         "seeds" + ("; the paper's in brackets" if paper else ""),
