@@ -172,16 +172,17 @@ def _fgd_ranked(
     plan: PodPlan, node: NodeView, taken: Mapping[str, Usage], candidates: list[Candidate]
 ) -> list[Candidate]:
     """The candidates ranked by FGD's score for the node once one slice goes on each."""
-    workload = _workload(plan)
     before = node_shares(node.devices, node.usage, node.cordoned, taken)
     position = {device.uuid: i for i, device in enumerate(node.devices)}
-    ranked = []
-    for _, device, memory, cores, slot, used in candidates:
-        after = list(before)
-        after[position[device.uuid]] = free_milli(device, used + Usage(1, memory, cores))
-        score = workload.score(node.devices, before, after)
-        ranked.append((float(score), device, memory, cores, slot, used))
-    return ranked
+    changes = [
+        (position[device.uuid], free_milli(device, used + Usage(1, memory, cores)))
+        for _, device, memory, cores, _, used in candidates
+    ]
+    scores = _workload(plan).card_scores(node.devices, before, changes)
+    return [
+        (float(score), device, memory, cores, slot, used)
+        for score, (_, device, memory, cores, slot, used) in zip(scores, candidates, strict=True)
+    ]
 
 
 def _workload(plan: PodPlan) -> CardWorkload:

@@ -123,10 +123,11 @@ class LedgerIndex:
         best_score = -math.inf
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
         blocks: Iterable[Block] = ()
-        if policy is Policy.FGD:  # no bound on FGD's score: every node, answers remembered
+        room = self._may_fit_any(needs, walked)
+        if room and policy is Policy.FGD:  # no bound on FGD's score: every node, remembered
             best = self._best_of_all(plan, walked, view, budget, shape, alike)
             best_score = -math.inf if best is None else best.fullness
-        elif self._may_fit_any(needs, walked):
+        elif room:
             blocks = self._walk(plan, needs, walked)
         for bound, block in blocks:
             if bound + _ROUNDING < best_score:

@@ -135,6 +135,21 @@ def test_seed_shapes_fill_the_room_left_in_the_window() -> None:
     assert dict(window.current().shapes) == {WHOLE: 4000}
 
 
+def test_typical_shapes_that_barely_moved_are_kept_so_remembered_answers_last() -> None:
+    window = RecentShapes(window=100, refresh=10, coverage=1.0, tolerance=0.1)
+    for i in range(9):
+        window.observe(f"h{i}", [HALF])
+    window.observe("w0", [WHOLE])
+    first = window.current()
+    assert dict(first.shapes) == {HALF: 9000, WHOLE: 1000}
+    for i in range(10):  # 18 halves and 2 wholes: the same shares
+        window.observe(f"h{i + 9}" if i < 9 else "w1", [HALF] if i < 9 else [WHOLE])
+    assert window.current() is first
+    for i in range(10):  # 18 halves, 12 wholes: shares moved by 0.3
+        window.observe(f"w{i + 2}", [WHOLE])
+    assert dict(window.current().shapes) == {HALF: 18000, WHOLE: 12000}
+
+
 def test_a_pod_asks_for_fgd_by_annotation_and_gets_the_schedulers_shapes() -> None:
     annotations = {"hami.io/node-scheduler-policy": "fgd", "hami.io/gpu-scheduler-policy": "fgd"}
     policies = pod_policies(annotations, PodPolicies())

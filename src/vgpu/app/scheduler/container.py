@@ -33,6 +33,7 @@ from vgpu.app.scheduler.preempt import Preempter
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
+from vgpu.app.scheduler.shapes import ShapeWindow
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
 from vgpu.app.scheduler.trust import GrantTrust
@@ -239,6 +240,9 @@ class SchedulerContainer(containers.DeclarativeContainer):
     )
     events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
+    shapes = providers.Singleton(
+        ShapeWindow, config.provided.fragmentation, providers.Callable(lambda c: c.vendor(), config)
+    )
     service = providers.Singleton(
         SchedulerService,
         cluster=backend.provided.port,
@@ -251,6 +255,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         remember_pod=backend.provided.remember_pod,
         events=events,
         explanations=explanations,
+        shapes=shapes,
     )
     metrics = providers.Singleton(build_metrics, config, state, runtime.provided.is_leader, events)
     webhook_app = providers.Singleton(
@@ -259,7 +264,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     preempter = providers.Singleton(
         Preempter,
         state=state,
-        scheduling=providers.Callable(lambda c: c.scheduling(), config),
+        scheduling=providers.Callable(lambda c, w: c.scheduling(w.current), config, shapes),
         pods_on=backend.provided.port.list_pods,
     )
     extender_app = providers.Singleton(

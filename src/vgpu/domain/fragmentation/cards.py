@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vgpu.domain.device import MIG_MODE, Device, Usage
-from vgpu.domain.fragmentation.fgd import score_change
+from vgpu.domain.fragmentation.fgd import gain_score, score_change
 from vgpu.domain.fragmentation.milli import MILLI
 from vgpu.domain.fragmentation.workload import ShapeTable, TypicalShape, commonest
 from vgpu.domain.request import ContainerRequest
@@ -26,6 +26,7 @@ _ANY_CPU = 1 << 62  # a node's CPU as FGD sees it here: enough for every shape
 WINDOW = 1000  # pods whose shapes are kept
 REFRESH = 100  # new pods before the typical shapes are worked out again
 COVERAGE = 0.95
+TOLERANCE = 0.05  # shares that move less keep the typical shapes as they are
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,21 @@ class CardWorkload:
         level = table.level(_ANY_CPU)
         return score_change(table, level, before, level, after)
 
+    def card_scores(
+        self, devices: Sequence[Device], before: Sequence[int], changes: Sequence[tuple[int, int]]
+    ) -> list[int]:
+        """`score` for each (card position, its free share after) change on its own."""
+        table = self.table_for(devices[0])
+        level = table.level(_ANY_CPU)
+        start = table.fragmentation(level, tuple(sorted(before, reverse=True)))
+        scores = []
+        for position, share in changes:
+            after = list(before)
+            after[position] = share
+            gain = start - table.fragmentation(level, tuple(sorted(after, reverse=True)))
+            scores.append(gain_score(gain, table.total))
+        return scores
+
 
 def pod_workload(
     requests: Iterable[ContainerRequest | None], selector: CardSelector
@@ -148,8 +164,9 @@ class RecentShapes:
     """The shapes of the last `window` GPU pods seen (a pod once, however often it is asked
     about), which FGD measures fragmentation against. Until `window` pods have been seen the
     `seeds` (shapes a cluster knows it runs, with relative weights) fill the rest of it. The
-    typical shapes are worked out again every `refresh` new pods, so that a scheduler's
-    remembered answers last between."""
+    typical shapes are worked out again every `refresh` new pods, and replace the current ones
+    only when the shares moved by more than `tolerance` (total variation distance): a
+    scheduler's remembered answers, which new shapes void, last while the workload holds."""
 
     def __init__(
         self,
@@ -157,15 +174,18 @@ class RecentShapes:
         refresh: int = REFRESH,
         seeds: Sequence[tuple[CardShape, float]] = (),
         coverage: float = COVERAGE,
+        tolerance: float = TOLERANCE,
     ) -> None:
         self._window = window
         self._refresh = refresh
         self._seeds = tuple(seeds)
         self._coverage = coverage
+        self._tolerance = tolerance
         self._recent: deque[tuple[str, tuple[CardShape, ...]]] = deque()
         self._keys: set[str] = set()
         self._counts: Counter[CardShape] = Counter()
         self._unseen = 0  # pods seen since the typical shapes were worked out
+        self._current = CardWorkload(())
         self._current = self._typical()
 
     def observe(self, pod: str, shapes: Iterable[CardShape]) -> None:
@@ -200,7 +220,26 @@ class RecentShapes:
         if room > 0 and weights > 0:
             for shape, weight in self._seeds:
                 counts[shape] = counts.get(shape, 0) + round(1000 * room * weight / weights)
-        return CardWorkload(commonest(counts, self._coverage, _size))
+        kept = commonest(counts, self._coverage, _size)
+        if self._current.shapes and _moved(self._current.shapes, kept) <= self._tolerance:
+            return self._current  # about the same shapes: answers remembered stay good
+        return CardWorkload(kept)
+
+
+def _moved(old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, int]]) -> float:
+    """How far two sets of weighted shapes are apart: the total variation distance of their
+    shares, 0 (alike) .. 1 (no shape in common).
+
+    >>> a, b = CardShape(1, cores=10), CardShape(1, cores=50)
+    >>> _moved([(a, 3), (b, 1)], [(a, 1), (b, 1)])
+    0.25
+    """
+    shares: dict[CardShape, float] = {}
+    for weighted, sign in ((old, -1.0), (new, 1.0)):
+        total = sum(count for _, count in weighted)
+        for shape, count in weighted:
+            shares[shape] = shares.get(shape, 0.0) + sign * count / total
+    return sum(abs(v) for v in shares.values()) / 2
 
 
 def _size(shape: CardShape) -> tuple[object, ...]:

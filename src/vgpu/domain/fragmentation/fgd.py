@@ -55,7 +55,7 @@ class Fgd:
         key = (table, before, after, free, pod.gpus, pod.milli)
         known = self._scores.get(key)
         if known is None:
-            known = _score(_best_gain(table, before, after, free, pod), table.total)
+            known = gain_score(_best_gain(table, before, after, free, pod), table.total)
             if len(self._scores) >= _SCORES_KEPT:
                 self._scores.clear()
             self._scores[key] = known
@@ -90,7 +90,7 @@ def score_change(
     its CPU level (`ShapeTable.level`) and its cards' free milli, in any order."""
     before = table.fragmentation(level, tuple(sorted(free, reverse=True)))
     after = table.fragmentation(level_after, tuple(sorted(free_after, reverse=True)))
-    return _score(before - after, table.total)
+    return gain_score(before - after, table.total)
 
 
 def _best_gain(
@@ -119,7 +119,7 @@ def _best_gain(
     return best
 
 
-def _score(gain: int, total: int) -> int:
+def gain_score(gain: int, total: int) -> int:
     """floor(100 sigma(gain / total / 1000)): `gain` is a drop in total x F_n."""
     x = gain / total / MILLI if total else 0.0
     return math.floor(100 / (1 + math.exp(-x)))
