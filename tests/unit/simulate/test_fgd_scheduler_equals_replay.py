@@ -1,8 +1,8 @@
 """FGD live in the scheduler decides as the trace replay does, for the same cluster state.
 
-The scheduler's side: HAMi cards (split 20, the models' memory, 100 cores), pods placed with
-HAMi grants, a new pod asking `gpucores` = `gpumem-percentage` = its share in percent, FGD
-as its node and GPU policy, `Ledger.decide`. The replay's side: the same cluster in milli-GPU
+The scheduler's side: the cluster and pods in HAMi's terms (`trace.hami`: cards split 20 with
+the models' memory, shares asking `gpucores` = `gpumem-percentage`), pods held as HAMi grants,
+FGD as the node and GPU policy, `Ledger.decide`. The replay's side: the same cluster in milli-GPU
 and the replay's node index with the paper's FGD, nodes ranked in name order. Same typical
 shapes on both. Node CPU is kube-scheduler's and left out (the pods ask none).
 """
@@ -10,10 +10,9 @@ shapes on both. Node CPU is kube-scheduler's and left out (the pods ask none).
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.domain.builders import container, pod
+from vgpu.app.simulate.trace.hami import hami_devices, hami_manifest
 from vgpu.app.simulate.trace.index import NodeIndex
 from vgpu.domain import (
-    Device,
     DeviceGrant,
     Ledger,
     Placement,
@@ -21,12 +20,12 @@ from vgpu.domain import (
     Policy,
     SchedulingConfig,
     plan_pod,
+    pod_from_manifest,
 )
 from vgpu.domain.fragmentation import MILLI, Fgd, MilliNode, MilliPod, TypicalShape, Workload
 from vgpu.domain.fragmentation.cards import CardShape, CardWorkload
 
-MEMORY = {"T4": 15360, "V100M32": 32768}
-SPLIT = 20
+MODELS = ["T4", "V100M32"]
 
 # a card holds nothing, one whole-card pod (None), or shares in percent adding up to <= 100
 held = st.one_of(
@@ -35,13 +34,13 @@ held = st.one_of(
 )
 nodes = st.lists(
     st.tuples(
-        st.sampled_from(sorted(MEMORY)),
+        st.sampled_from(MODELS),
         st.sampled_from([1, 2, 4, 8]).flatmap(lambda n: st.lists(held, min_size=n, max_size=n)),
     ),
     min_size=1,
     max_size=8,
 )
-models = st.one_of(st.just(""), st.sampled_from(sorted(MEMORY)))
+models = st.one_of(st.just(""), st.sampled_from(MODELS))
 # (cards, percent per card, card model or "" for any): a share of one card or whole cards
 shapes = st.one_of(
     st.tuples(st.just(1), st.integers(5, 99), models),
@@ -78,20 +77,12 @@ def replay_side(
 def scheduler_side(cluster: list[tuple[str, list[list[int] | None]]]) -> Ledger:
     ledger = Ledger()
     for i, (model, cards) in enumerate(cluster):
-        memory = MEMORY[model]
-        devices = [
-            Device(f"GPU-{i}-{c}", c, f"NVIDIA {model}", SPLIT, memory, 100)
-            for c in range(len(cards))
-        ]
+        devices = hami_devices(f"n{i}", MilliNode(model, 0, 0, (MILLI,) * len(cards)))
         ledger.set_node(f"n{i}", devices)
-        for c, shares in enumerate(cards):
-            grants = [(memory, 100)] if shares is None else [(memory * s // 100, s) for s in shares]
-            for k, (mib, cores) in enumerate(grants):
-                ledger.grant(
-                    f"held/{i}-{c}-{k}",
-                    f"n{i}",
-                    ((DeviceGrant(f"GPU-{i}-{c}", "NVIDIA", mib, cores),),),
-                )
+        for device, shares in zip(devices, cards, strict=True):
+            for k, percent in enumerate([100] if shares is None else shares):
+                grant = DeviceGrant(device.uuid, "NVIDIA", device.memory * percent // 100, percent)
+                ledger.grant(f"held/{device.uuid}-{k}", f"n{i}", ((grant,),))
     return ledger
 
 
@@ -120,15 +111,7 @@ def test_the_scheduler_places_each_pod_where_the_replay_does(
     for j, (gpus, percent, model) in enumerate(arrivals):
         wanted = MilliPod(0, 0, gpus, 10 * percent, frozenset({model} if model else ()))
         chosen = index.choose(wanted)
-        annotations = {"nvidia.com/use-gputype": model} if model else {}
-        plan = plan_pod(
-            pod(
-                container(gpu=gpus, pct=percent, cores=percent),
-                name=f"p{j}",
-                annotations=annotations,
-            ),
-            config,
-        )
+        plan = plan_pod(pod_from_manifest(hami_manifest(f"p{j}", wanted, {})), config)
         assert plan is not None
         decision = ledger.decide(plan)
         if chosen is None:

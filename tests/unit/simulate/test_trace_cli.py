@@ -42,7 +42,7 @@ def test_the_table_shows_each_policy_at_100_and_130_percent(
     )
     out = capsys.readouterr().out
     assert out.startswith(
-        "vgpu simulate --trace pods.csv on nodes.csv: 120 pods on 12 nodes (96 GPUs: G2 64, T4 32; 768 CPUs)"
+        "vgpu simulate --trace pods.csv on nodes.csv: 120 pods on 12 nodes (96 GPUs: G2 64 x 20000 MiB, T4 32 x 16384 MiB; 768 CPUs)"
     )
     assert "seeds 42..44" in out
     rows = {

@@ -1,9 +1,13 @@
 """The replay protocol on tiny traces: tuning the stream, ranks, the metric and its rounding."""
 
+import doctest
 import random
+from types import ModuleType
 
 import pytest
 
+from vgpu.app.simulate.trace import hami, protocol
+from vgpu.app.simulate.trace import replay as replay_module
 from vgpu.app.simulate.trace.files import TraceNode, TracePod
 from vgpu.app.simulate.trace.protocol import arrivals, node_ranks, percent, share
 from vgpu.app.simulate.trace.replay import Trace, replay
@@ -101,3 +105,9 @@ def test_every_policy_replays_a_tiny_trace(policy: PaperPolicy) -> None:
     result = replay(trace, policy, seed=3)
     assert 0 < result.placed <= result.pods
     assert max(result.allocation.values()) <= 100.0
+
+
+@pytest.mark.parametrize("module", [hami, protocol, replay_module])
+def test_docstring_examples_hold(module: ModuleType) -> None:
+    result = doctest.testmod(module)
+    assert result.failed == 0 and result.attempted > 0

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .experiments import PolicyRuns, Spread
+from .hami import CARD_MEMORY
 from .paper import PUBLISHED, Published
 from .protocol import LOAD
 from .replay import Trace
@@ -13,11 +14,15 @@ MARKS = (100, round(LOAD * 100))  # the arrived percentages the table shows
 
 
 def describe(trace: Trace) -> str:
-    """`8,152 pods on 1,213 nodes (6,212 GPUs: G2 4,392, T4 842; 107,018 CPUs)`."""
+    """`8,152 pods on 1,213 nodes (6,212 GPUs: G2 4,392 x 20000 MiB, ...; 107,018 CPUs)`."""
     models = Counter[str]()
     for node in trace.nodes:
         models[node.model] += len(node.free)
-    cards = ", ".join(f"{m} {n:,}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]) if n)
+    cards = ", ".join(
+        f"{model} {n:,}" + (f" x {CARD_MEMORY[model]} MiB" if model in CARD_MEMORY else "")
+        for model, n in sorted(models.items(), key=lambda kv: -kv[1])
+        if n
+    )
     cpus = sum(n.cpu for n in trace.nodes) / 1000
     return (
         f"{len(trace.pods):,} pods on {len(trace.nodes):,} nodes "
