@@ -1,7 +1,6 @@
 """`vgpu simulate`: run a workload through the scheduling rules on a simulated cluster."""
 
 import argparse
-import importlib.util
 import json
 import logging
 import sys
@@ -13,7 +12,7 @@ from vgpu.domain.errors import DomainError
 from vgpu.domain.fragmentation import PaperPolicy, parse_paper_policy
 
 from .engine import ALL_PAIRS, PolicyPair
-from .progress import ProgressBar
+from .outputs import plots_unavailable, save_report, with_progress
 from .report import document, table
 from .runner import run_pairs
 from .scenario import ScenarioError, default_scenario_text, load_scenario
@@ -115,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     """Load the scenario, run it under the chosen pairs, print the table or JSON."""
     pairs = [p for p in args.policy or () if isinstance(p, PolicyPair)]
     named = [p for p in args.policy or () if isinstance(p, PaperPolicy)]
+    if args.report is not None and plots_unavailable():
+        return 2
     if args.trace is not None:
         if clash := _trace_clash(args, pairs):
             print(f"vgpu simulate: {clash}", file=sys.stderr)
@@ -131,30 +132,18 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"vgpu simulate: invalid scenario:\n{exc}", file=sys.stderr)
         return 2
-    if args.report is not None and importlib.util.find_spec("matplotlib") is None:
-        print(
-            "vgpu simulate: --report draws plots with matplotlib, which is not installed; "
-            "install it with: pip install 'vgpu[simulate]'",
-            file=sys.stderr,
-        )
-        return 2
     if args.preemption:
         scenario = scenario.model_copy(update={"preemption": True})
     seed = scenario.seed if args.seed is None else args.seed
     pairs = pairs or list(ALL_PAIRS)
-    bar = ProgressBar(
-        sys.stderr,
-        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
-        enabled=not args.no_progress and sys.stderr.isatty(),
-    )
     started = time.perf_counter()
-    try:
-        results = run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=bar.update)
-    except KeyboardInterrupt:
-        bar.close()
-        print("vgpu simulate: interrupted", file=sys.stderr)
+    results = with_progress(
+        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
+        not args.no_progress,
+        lambda update: run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=update),
+    )
+    if results is None:
         return 130
-    bar.close()
     log.info("simulated %d runs in %.1f s", len(results), time.perf_counter() - started)
     if args.json:
         print(json.dumps(document(scenario, seed, results), indent=2))
@@ -163,14 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         from .plots import write_report  # matplotlib loads only when asked for
 
-        try:
-            written = write_report(args.report, scenario, seed, results)
-        except OSError as exc:
-            print(
-                f"vgpu simulate: cannot write the report to {args.report}: {exc}", file=sys.stderr
-            )
-            return 1
-        print(f"report: {written[-1]}", file=sys.stderr)
+        return save_report(args.report, lambda d: write_report(d, scenario, seed, results))
     return 0
 
 

@@ -1,7 +1,6 @@
 """`vgpu simulate --trace`: load the trace, replay it under each policy and seed, print."""
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -9,7 +8,7 @@ from pathlib import Path
 
 from vgpu.domain.fragmentation import PaperPolicy
 
-from ..progress import ProgressBar
+from ..outputs import save_report, with_progress
 from .experiments import run_policies
 from .files import WORKLOADS, TraceError, read_nodes, read_pods, shipped_nodes, shipped_pods
 from .replay import Trace
@@ -26,28 +25,16 @@ def run_trace(args: argparse.Namespace, policies: Sequence[PaperPolicy]) -> int:
     except TraceError as exc:
         print(f"vgpu simulate: invalid trace:\n{exc}", file=sys.stderr)
         return 2
-    if args.report is not None and importlib.util.find_spec("matplotlib") is None:
-        print(
-            "vgpu simulate: --report draws plots with matplotlib, which is not installed; "
-            "install it with: pip install 'vgpu[simulate]'",
-            file=sys.stderr,
-        )
-        return 2
     first = FIRST_SEED if args.seed is None else args.seed
     seeds = list(range(first, first + args.seeds))
     chosen = list(policies) or list(PaperPolicy)
-    bar = ProgressBar(
-        sys.stderr,
+    runs = with_progress(
         f"replaying {trace.name}: {len(chosen) * len(seeds)} runs",
-        enabled=not args.no_progress and sys.stderr.isatty(),
+        not args.no_progress,
+        lambda update: run_policies(trace, chosen, seeds, jobs=args.jobs, progress=update),
     )
-    try:
-        runs = run_policies(trace, chosen, seeds, jobs=args.jobs, progress=bar.update)
-    except KeyboardInterrupt:
-        bar.close()
-        print("vgpu simulate: interrupted", file=sys.stderr)
+    if runs is None:
         return 130
-    bar.close()
     if args.json:
         print(json.dumps(document(trace, runs), indent=2))
     else:
@@ -55,14 +42,7 @@ def run_trace(args: argparse.Namespace, policies: Sequence[PaperPolicy]) -> int:
     if args.report is not None:
         from .plots import write_report  # matplotlib loads only when asked for
 
-        try:
-            written = write_report(args.report, trace, runs)
-        except OSError as exc:
-            print(
-                f"vgpu simulate: cannot write the report to {args.report}: {exc}", file=sys.stderr
-            )
-            return 1
-        print(f"report: {written[-1]}", file=sys.stderr)
+        return save_report(args.report, lambda d: write_report(d, trace, runs))
     return 0
 
 
