@@ -241,7 +241,10 @@ class SchedulerContainer(containers.DeclarativeContainer):
     events = providers.Singleton(EventQueue, backend.provided.port, runtime.provided.is_leader)
     explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
     shapes = providers.Singleton(
-        ShapeWindow, config.provided.fragmentation, providers.Callable(lambda c: c.vendor(), config)
+        ShapeWindow,
+        config.provided.fragmentation,
+        providers.Callable(lambda c: c.vendor(), config),
+        providers.Callable(lambda c: c.scheduling().policies.fragmentation, config),
     )
     service = providers.Singleton(
         SchedulerService,

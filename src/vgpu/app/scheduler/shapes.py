@@ -13,7 +13,10 @@ log = logging.getLogger(__name__)
 
 
 class ShapeWindow:
-    def __init__(self, settings: Fragmentation, vendor: Vendor) -> None:
+    """`announce`: log each change of the typical shapes at INFO (the cluster's default policy
+    is FGD), else at DEBUG (only pods that ask for FGD by annotation use them)."""
+
+    def __init__(self, settings: Fragmentation, vendor: Vendor, announce: bool = True) -> None:
         seeds = [
             (
                 CardShape(
@@ -34,7 +37,8 @@ class ShapeWindow:
         )
         self._lock = threading.Lock()
         self._shown = self._recent.current()
-        log.info("FGD weighs %s", describe(self._shown))
+        self._level = logging.INFO if announce else logging.DEBUG
+        log.log(self._level, "FGD weighs %s", describe(self._shown))
 
     def observe(self, plan: PodPlan) -> None:
         """A GPU pod asked for placement: its containers' shapes join the window."""
@@ -44,7 +48,7 @@ class ShapeWindow:
             now = self._recent.current()
             changed, self._shown = now is not self._shown, now
         if changed:
-            log.info("FGD weighs %s (pod %s was the latest seen)", describe(now), plan.key)
+            log.log(self._level, "FGD weighs %s (pod %s the latest seen)", describe(now), plan.key)
 
     def current(self) -> CardWorkload:
         with self._lock:
