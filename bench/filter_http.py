@@ -1,10 +1,10 @@
 """Filter latency over HTTP: a real `vgpu scheduler --fake-cluster` process, kube-scheduler's
-JSON, clusters of a few sizes. Prints median, p99, filter throughput and filter+bind throughput;
-asserts nothing.
+JSON, clusters of a few sizes. Prints median, p99, the scheduler's CPU time per filter (steadier
+than latency on a shared machine), filter throughput and filter+bind throughput; asserts nothing.
 
     .venv/bin/python bench/filter_http.py [--sizes 10,100,1000] [--pods-per-node 20]
                                           [--requests 200] [--threads 8] [--combined]
-                                          [--client stdlib|httpx]
+                                          [--client stdlib|httpx] [--policies default,fgd]
 
 Every node has 8 cards (24000 MiB, split 10) and `--pods-per-node` running pods already holding
 1000 MiB each (1000 nodes x 20 = the 20k pods of issue 9); each new pod asks for 1 card with
@@ -41,6 +41,7 @@ import httpx
 import orjson
 
 CARDS = 8
+DEFAULT_POLICY = "default"
 JSON = {"content-type": "application/json"}
 
 
@@ -87,6 +88,16 @@ def resident_mib(pid: int) -> float:
     return kib / 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time the process has used (Linux /proc: user + system), in seconds; nan elsewhere.
+    Less disturbed than latency by other work on a shared machine."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,11 +119,16 @@ def pod(name: str, limits: dict[str, int] | None = None) -> dict[str, Any]:
     }
 
 
-def start(path: Path, port: int, extender_port: int, combined: bool) -> subprocess.Popen[bytes]:
-    """The scheduler with its webhook (and /readyz) on `port`, the verbs on `extender_port`."""
+def start(
+    path: Path, port: int, extender_port: int, combined: bool, policy: str = DEFAULT_POLICY
+) -> subprocess.Popen[bytes]:
+    """The scheduler with its webhook (and /readyz) on `port`, the verbs on `extender_port`,
+    `policy` its node and GPU policy (`default`: HAMi's binpack and spread)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
     env["VGPU_LOG_LEVEL"] = "WARNING"
     env["VGPU_COMBINE_SCORES"] = "true" if combined else "false"
+    if policy != DEFAULT_POLICY:
+        env["VGPU_NODE_POLICY"] = env["VGPU_GPU_POLICY"] = policy
     command = [
         sys.executable,
         "-m",
@@ -191,11 +207,12 @@ def measure(
     directory: Path,
     combined: bool,
     client_kind: str,
+    policy: str = DEFAULT_POLICY,
 ) -> dict[str, float]:
     extender_port = free_port()
     started_at = time.perf_counter()
     path = cluster_file(directory, nodes, pods_per_node)
-    process = start(path, free_port(), extender_port, combined)
+    process = start(path, free_port(), extender_port, combined, policy)
     ready_s = time.perf_counter() - started_at
     rss_mib = resident_mib(process.pid)
     names = [f"node-{n:04d}" for n in range(nodes)]
@@ -243,7 +260,9 @@ def measure(
 
             for i in range(10):  # warm up
                 one(-1 - i)
+            cpu_before = cpu_seconds(process.pid)
             latencies = sorted(one(i) for i in range(requests))
+            cpu_per_call = (cpu_seconds(process.pid) - cpu_before) / requests
             no_fit_first = refused()
             no_fit_again = statistics.median(refused() for _ in range(20))
             health = Health(f"http://127.0.0.1:{extender_port}/healthz")
@@ -265,6 +284,7 @@ def measure(
         "rss_mib": rss_mib,
         "median_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[max(0, round(len(latencies) * 0.99) - 1)] * 1000,
+        "cpu_ms": cpu_per_call * 1000,
         "throughput": throughput,
         "bound_per_s": bound,
         "no_fit_first_ms": no_fit_first * 1000,
@@ -312,6 +332,12 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=("stdlib", "httpx"), default="stdlib", help="the HTTP client"
     )
+    parser.add_argument(
+        "--policies",
+        default=DEFAULT_POLICY,
+        help="the scheduler's node and GPU policy, one run each in this order: default "
+        "(HAMi's binpack/spread) or fgd, comma separated (e.g. default,fgd)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     verbs = "/filter + /prioritize (combine_scores)" if args.combined else "filter"
@@ -320,12 +346,13 @@ def main() -> None:
         "all nodes sent as NodeNames"
     )
     print(
-        f"{'nodes':>6} {'pods':>6} {'ready s':>8} {'RSS MiB':>8} {'median ms':>10} {'p99 ms':>8} "
-        f"{'filters/s':>10} {'filter+bind pods/s':>19} {'no-fit first ms':>16} "
-        f"{'no-fit retry ms':>16} {'healthz max ms':>15}   ({args.threads} clients)"
+        f"{'policy':>8} {'nodes':>6} {'pods':>6} {'ready s':>8} {'RSS MiB':>8} {'median ms':>10} "
+        f"{'p99 ms':>8} {'CPU ms':>7} {'filters/s':>10} {'filter+bind pods/s':>19} "
+        f"{'no-fit first ms':>16} {'no-fit retry ms':>16} {'healthz max ms':>15}   "
+        f"({args.threads} clients)"
     )
     with tempfile.TemporaryDirectory() as directory:
-        for nodes in sizes:
+        for nodes, policy in ((n, p) for n in sizes for p in args.policies.split(",")):
             held = nodes * args.pods_per_node
             if nodes * CARDS * 10 < held + 3 * args.requests + 10:
                 raise SystemExit(f"{nodes} nodes have too few slices for {args.requests} pods")
@@ -337,11 +364,13 @@ def main() -> None:
                 Path(directory),
                 args.combined,
                 args.client,
+                policy,
             )
             print(
-                f"{nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['rss_mib']:>8.0f} "
+                f"{policy:>8} {nodes:>6} {held:>6} {r['ready_s']:>8.1f} {r['rss_mib']:>8.0f} "
                 f"{r['median_ms']:>10.2f} "
-                f"{r['p99_ms']:>8.2f} {r['throughput']:>10.0f} {r['bound_per_s']:>19.0f} "
+                f"{r['p99_ms']:>8.2f} {r['cpu_ms']:>7.2f} {r['throughput']:>10.0f} "
+                f"{r['bound_per_s']:>19.0f} "
                 f"{r['no_fit_first_ms']:>16.2f} {r['no_fit_again_ms']:>16.2f} "
                 f"{r['healthz_max_ms']:>15.2f}"
             )

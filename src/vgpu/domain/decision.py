@@ -1,11 +1,12 @@
 """Choose a node and cards for a pod among candidate nodes. Pure and deterministic."""
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.fragmentation.cards import CardWorkload, pod_workload
 from vgpu.domain.grant import PodGrants
 from vgpu.domain.pod import Pod
 from vgpu.domain.policy import PodPolicies, pod_policies, preference
@@ -23,6 +24,9 @@ class SchedulingConfig:
     vendor: Vendor = NVIDIA
     defaults: RequestDefaults = field(default_factory=RequestDefaults)
     policies: PodPolicies = field(default_factory=PodPolicies)
+    # the pod shapes FGD weighs now (a scheduler's RecentShapes.current); without it, a pod
+    # placed by FGD weighs its own shape
+    recent_shapes: Callable[[], CardWorkload] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,14 +84,20 @@ def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:
     requests = tuple(parse_request(c, config.vendor, config.defaults) for c in pod.containers)
     if all(r is None for r in requests):
         return None
+    selector = selector_from_annotations(pod.annotations, config.vendor)
+    policies = pod_policies(pod.annotations, config.policies)
+    if policies.fragmentation:
+        recent = config.recent_shapes
+        workload = recent() if recent is not None else pod_workload(requests, selector)
+        policies = replace(policies, workload=workload)
     return PodPlan(
         key=pod.key,
         namespace=pod.namespace,
         containers=tuple(c.name for c in pod.containers),
         requests=requests,
         init_count=pod.init_count,
-        selector=selector_from_annotations(pod.annotations, config.vendor),
-        policies=pod_policies(pod.annotations, config.policies),
+        selector=selector,
+        policies=policies,
         vendor=config.vendor.word,
     )
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.fragmentation.cards import CardWorkload, free_milli, node_shares, pod_workload
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, held_for_life, pod_footprint
 from vgpu.domain.mig import MigSlot
 from vgpu.domain.mig_fit import pick_mig_slot
@@ -95,9 +96,10 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
                 app_usage[grant.uuid] = app_usage.get(grant.uuid, IDLE) + grant.usage
                 app_charge = app_charge + grant.usage
     pod_grants = tuple(grants)
-    return NodeFit(
-        node.name, pod_grants, _fullness_after(node, pod_footprint(pod_grants, plan.init_count))
-    )
+    footprint = pod_footprint(pod_grants, plan.init_count)
+    if plan.policies.node is Policy.FGD:
+        return NodeFit(node.name, pod_grants, _fgd_fullness(plan, node, footprint))
+    return NodeFit(node.name, pod_grants, _fullness_after(node, footprint))
 
 
 def node_score(
@@ -156,6 +158,36 @@ def _fullness_after(node: NodeView, footprint: Mapping[str, Usage]) -> float:
                 used_cores += usage.cores
                 used_memory += usage.memory
     return fullness_of(slices, count, used_cores, cores, used_memory, memory)
+
+
+def _fgd_fullness(plan: PodPlan, node: NodeView, footprint: Mapping[str, Usage]) -> float:
+    """FGD's score for placing the pod's footprint on the node, on `preference`'s 0..3 scale."""
+    workload = _workload(plan)
+    before = node_shares(node.devices, node.usage, node.cordoned)
+    after = node_shares(node.devices, node.usage, node.cordoned, footprint)
+    return 3.0 * workload.score(node.devices, before, after) / 100
+
+
+def _fgd_ranked(
+    plan: PodPlan, node: NodeView, taken: Mapping[str, Usage], candidates: list[Candidate]
+) -> list[Candidate]:
+    """The candidates ranked by FGD's score for the node once one slice goes on each."""
+    before = node_shares(node.devices, node.usage, node.cordoned, taken)
+    position = {device.uuid: i for i, device in enumerate(node.devices)}
+    changes = [
+        (position[device.uuid], free_milli(device, used + Usage(1, memory, cores)))
+        for _, device, memory, cores, _, used in candidates
+    ]
+    scores = _workload(plan).card_scores(node.devices, before, changes)
+    return [
+        (float(score), device, memory, cores, slot, used)
+        for score, (_, device, memory, cores, slot, used) in zip(scores, candidates, strict=True)
+    ]
+
+
+def _workload(plan: PodPlan) -> CardWorkload:
+    workload = plan.policies.workload
+    return workload if workload is not None else pod_workload(plan.requests, plan.selector)
 
 
 def _fit_container(
@@ -223,6 +255,8 @@ def _candidates(
             device.memory,
         )
         candidates.append((full if binpack else -full, device, memory, cores, slot, used))
+    if plan.policies.gpu is Policy.FGD and candidates:
+        candidates = _fgd_ranked(plan, node, taken, candidates)
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
     return candidates, rejected
 

@@ -31,7 +31,7 @@ from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
 from vgpu.domain.fullness_order import Block, FullnessOrder
 from vgpu.domain.node_summary import Capacity, NodeSummary, PodNeeds, summarize
-from vgpu.domain.policy import preference
+from vgpu.domain.policy import Policy, preference
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import NodeRejection
 
@@ -122,7 +122,13 @@ class LedgerIndex:
         best: NodeFit | None = None
         best_score = -math.inf
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
-        blocks = self._walk(plan, needs, walked) if self._may_fit_any(needs, walked) else ()
+        blocks: Iterable[Block] = ()
+        room = self._may_fit_any(needs, walked)
+        if room and policy is Policy.FGD:  # no bound on FGD's score: every node, remembered
+            best = self._best_of_all(plan, walked, view, budget, shape, alike)
+            best_score = -math.inf if best is None else best.fullness
+        elif room:
+            blocks = self._walk(plan, needs, walked)
         for bound, block in blocks:
             if bound + _ROUNDING < best_score:
                 break
@@ -189,6 +195,32 @@ class LedgerIndex:
         )
         best = scored[0][1]
         return Placement(best.node, best.grants, tuple(s for s, _ in scored), rejections)
+
+    def _best_of_all(
+        self,
+        plan: PodPlan,
+        candidates: dict[str, None],
+        view: Callable[[str], NodeView],
+        budget: Budget,
+        shape: int,
+        alike: bool,
+    ) -> NodeFit | None:
+        """The fit with the highest score among every candidate (ties: the first name); the
+        remembered answer where a node is unchanged (most nodes, between two pods)."""
+        answers = self._answers
+        best: NodeFit | None = None
+        for node in candidates:
+            remembered = answers.get(node)
+            result = remembered.get(shape) if remembered is not None else None
+            if result is None:
+                result = self._fit(plan, node, view, budget, shape, alike)
+            if type(result) is NodeFit and (
+                best is None
+                or result.fullness > best.fullness
+                or (result.fullness == best.fullness and node < best.node)
+            ):
+                best = result
+        return best
 
     def _refused(self, candidates: dict[str, None], shape: int) -> dict[str, NodeRejection]:
         """The candidates' rejections from the last decision on this pod shape, if it placed

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import CodecError, PolicyError
+from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.scoring_weights import DEFAULT_WEIGHTS, ScoringWeights, weights_from_annotations
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION
 
@@ -19,6 +20,7 @@ TOPOLOGY_AWARE = "topology-aware"
 class Policy(StrEnum):
     BINPACK = "binpack"
     SPREAD = "spread"
+    FGD = "fgd"  # fragmentation gradient descent (vgpu.domain.fragmentation), vgpu's own
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,12 @@ class PodPolicies:
     idle_only: bool = False  # `mutex`: only cards nobody uses
     topology: bool = False  # `topology-aware`: choose among all fitting cards by NVLink scores
     weights: ScoringWeights = DEFAULT_WEIGHTS
+    workload: CardWorkload | None = None  # the shapes FGD weighs (`plan_pod` sets them)
+
+    @property
+    def fragmentation(self) -> bool:
+        """Whether FGD places the pod's node or cards."""
+        return self.node is Policy.FGD or self.gpu is Policy.FGD
 
 
 def parse_policy(text: str, field: str = "policy") -> Policy:
@@ -122,8 +130,9 @@ def weighted_fullness(
 
 
 def preference(policy: Policy, full: float) -> float:
-    """Higher is better: binpack prefers full, spread prefers empty."""
-    return full if policy is Policy.BINPACK else 3.0 - full
+    """Higher is better: binpack prefers full, spread prefers empty. Under FGD, `full` is the
+    node's FGD score scaled to 0..3 already."""
+    return 3.0 - full if policy is Policy.SPREAD else full
 
 
 def _ratio(part: int, whole: int) -> float:

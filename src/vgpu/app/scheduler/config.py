@@ -7,7 +7,7 @@ are logged and ignored. The loading itself is `vgpu.app.settings`, shared with t
 """
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -26,6 +26,7 @@ from vgpu.domain import (
     Vendor,
     pod_policies,
 )
+from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.handshake import HamiVersion
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 
@@ -34,10 +35,12 @@ __all__ = [
     "Defaults",
     "ExplainListener",
     "ExtenderListener",
+    "Fragmentation",
     "LeaderElection",
     "MetricsListener",
     "ResourceNames",
     "SchedulerConfig",
+    "SeedShape",
     "Signing",
     "load_config",
 ]
@@ -65,6 +68,33 @@ class Defaults(_Model):
     memory: int = Field(default=0, ge=0, le=2**31 - 1)
     cores: int = Field(default=0, ge=0, le=100)
     memory_factor: int = Field(default=1, ge=1, le=1 << 20)
+
+
+class SeedShape(_Model):
+    """A pod shape the cluster is known to run (one container's request), and how common it is
+    relative to the other seed shapes."""
+
+    gpus: int = Field(default=1, ge=1, le=64)
+    memory: int = Field(default=0, ge=0, le=2**31 - 1)  # MiB per card; 0: memory_percent
+    memory_percent: int = Field(default=100, ge=1, le=100)
+    cores: int = Field(default=0, ge=0, le=100)
+    gputype: str = ""  # card types it accepts, as nvidia.com/use-gputype
+    weight: float = Field(default=1.0, gt=0)
+
+
+class Fragmentation(_Model):
+    """What FGD (`node_policy`/`gpu_policy` `fgd`, or a pod's annotation) measures
+    fragmentation against: the shapes of the last `window` GPU pods filtered (each once), with
+    `seed_shapes` filling the window until that many pods have been seen; the commonest shapes
+    covering `coverage` of it, worked out again every `refresh` new pods and taken when their
+    shares moved by more than `tolerance`."""
+
+    window: int = Field(default=1000, ge=1, le=1_000_000)
+    refresh: int = Field(default=100, ge=1, le=1_000_000)
+    coverage: float = Field(default=0.95, gt=0, le=1)
+    # shapes whose shares moved less (total variation distance) are kept: remembered answers last
+    tolerance: float = Field(default=0.05, ge=0, le=1)
+    seed_shapes: list[SeedShape] = Field(default_factory=list)
 
 
 class LeaderElection(_Model):
@@ -180,10 +210,12 @@ class SchedulerConfig(_Model):
     scheduler_name: str = Field(default="vgpu-scheduler", min_length=1)
     resources: ResourceNames = Field(default_factory=ResourceNames)
     defaults: Defaults = Field(default_factory=Defaults)
-    node_policy: Policy = Policy.BINPACK
+    node_policy: Policy = Policy.BINPACK  # binpack, spread, or vgpu's fgd
     # HAMi's --gpu-scheduler-policy: binpack, spread or topology-aware, optionally with numa or
-    # mutex as in the pod annotation (e.g. "binpack,numa"); a pod's annotation overrides it
+    # mutex as in the pod annotation (e.g. "binpack,numa"), or vgpu's fgd; a pod's annotation
+    # overrides it
     gpu_policy: str = "spread"
+    fragmentation: Fragmentation = Field(default_factory=Fragmentation)
     gpu_core_policy: Literal["default", "force", "disable"] = "default"
     overwrite_env: bool = False
     runtime_class: str = ""
@@ -246,7 +278,10 @@ class SchedulerConfig(_Model):
             priority_resource=r.priority,
         )
 
-    def scheduling(self) -> SchedulingConfig:
+    def scheduling(
+        self, recent_shapes: Callable[[], CardWorkload] | None = None
+    ) -> SchedulingConfig:
+        """The domain's settings; `recent_shapes` gives what FGD weighs now (a ShapeWindow's)."""
         d = self.defaults
         return SchedulingConfig(
             vendor=self.vendor(),
@@ -257,6 +292,7 @@ class SchedulerConfig(_Model):
                 memory_factor=d.memory_factor,
             ),
             policies=default_policies(self.node_policy, self.gpu_policy),
+            recent_shapes=recent_shapes,
         )
 
     def admission(self) -> AdmissionConfig:

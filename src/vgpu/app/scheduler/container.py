@@ -36,6 +36,7 @@ from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import Chore, Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
+from vgpu.app.scheduler.shapes import ShapeWindow
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.takeover import REPORT_PERIOD, TakeoverReport
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
@@ -281,6 +282,12 @@ class SchedulerContainer(containers.DeclarativeContainer):
         chores=chores,
     )
     explanations = providers.Singleton(ExplanationStore, state.provided.snapshot_views)
+    shapes = providers.Singleton(
+        ShapeWindow,
+        config.provided.fragmentation,
+        providers.Callable(lambda c: c.vendor(), config),
+        providers.Callable(lambda c: c.scheduling().policies.fragmentation, config),
+    )
     service = providers.Singleton(
         SchedulerService,
         cluster=backend.provided.port,
@@ -294,6 +301,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
         events=events,
         explanations=explanations,
         book=book,
+        shapes=shapes,
     )
     metrics = providers.Singleton(
         build_metrics, config, state, runtime.provided.is_leader, events, book
@@ -304,7 +312,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     preempter = providers.Singleton(
         Preempter,
         state=state,
-        scheduling=providers.Callable(lambda c: c.scheduling(), config),
+        scheduling=providers.Callable(lambda c, w: c.scheduling(w.current), config, shapes),
         pods_on=backend.provided.port.list_pods,
     )
     extender_app = providers.Singleton(

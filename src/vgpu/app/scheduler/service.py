@@ -38,6 +38,7 @@ from vgpu.app.scheduler.pod_events import ClusterPodEvents, PodEvents
 from vgpu.app.scheduler.pod_locks import PodLocks
 from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
+from vgpu.app.scheduler.shapes import ShapeWindow
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import (
@@ -87,8 +88,11 @@ class SchedulerService:
         events: PodEvents | None = None,
         explanations: ExplanationStore | None = None,
         book: OccupancyBook | None = None,
+        shapes: ShapeWindow | None = None,
     ) -> None:
-        scheduling = config.scheduling()
+        """`shapes`: the window of recent pod shapes FGD weighs (the pod's own without)."""
+        scheduling = config.scheduling(None if shapes is None else shapes.current)
+        self._shapes = shapes
         fence = Fence(is_leader)
         book = book if book is not None else OccupancyBook()
         self._ctx = VerbContext(
@@ -153,6 +157,8 @@ class SchedulerService:
                 return FilterResult(error=error)
             if plan is None:
                 return FilterResult(node_names=None if node_names is None else list(node_names))
+            if self._shapes is not None:
+                self._shapes.observe(plan)
             if ctx.config.combine_scores:
                 return self._filter.list_all(pod, plan, node_names or [])
             return self._filter.place_one(pod, plan, node_names or [])

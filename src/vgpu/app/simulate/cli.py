@@ -1,19 +1,24 @@
 """`vgpu simulate`: run a workload through the scheduling rules on a simulated cluster."""
 
 import argparse
-import importlib.util
 import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vgpu.domain.errors import DomainError
+from vgpu.domain.fragmentation import PaperPolicy, parse_paper_policy
+
 from .engine import ALL_PAIRS, PolicyPair
-from .progress import ProgressBar
+from .outputs import plots_unavailable, save_report, with_progress
 from .report import document, table
 from .runner import run_pairs
 from .scenario import ScenarioError, default_scenario_text, load_scenario
+from .trace.command import SEEDS, run_trace
+from .trace.files import WORKLOADS
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +35,36 @@ def register(subparsers: Any) -> None:
         "--scenario an embedded default is used (see docs/simulate.md).",
     )
     parser.add_argument("--scenario", type=Path, metavar="FILE", help="scenario YAML file")
-    parser.add_argument("--seed", type=int, help="random seed (default: the scenario's seed)")
+    parser.add_argument(
+        "--trace",
+        metavar="WORKLOAD|FILE",
+        help="replay a GPU-sharing trace instead, under the FGD paper's protocol: a shipped "
+        f"openb workload ({', '.join(WORKLOADS)}) or a pod CSV with its columns",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=Path,
+        metavar="FILE",
+        help="with --trace: the cluster, a node CSV (default: the openb trace's 1213 GPU nodes)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="random seed (default: the scenario's seed; with --trace, the first seed: 42)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=_whole(1),
+        default=SEEDS,
+        help=f"with --trace: how many seeds, from --seed on (default {SEEDS}, as the paper)",
+    )
     parser.add_argument(
         "--policy",
-        type=_policy,
-        metavar="NODE/GPU",
-        help="run only this pair, e.g. binpack/spread (default: all four)",
+        type=_policies,
+        metavar="LIST",
+        help="run only these, comma-separated: NODE/GPU pairs such as binpack/spread (default: "
+        "all four); with --trace the paper's policies: "
+        f"{', '.join(p.value for p in PaperPolicy)} (default: all)",
     )
     parser.add_argument(
         "--preemption",
@@ -49,7 +78,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=_jobs,
+        type=_whole(1, MAX_JOBS),
         default=1,
         help=f"runs in parallel processes, at most {MAX_JOBS} (default 1: the default "
         "scenario's runs take about half a second each, hardly more than starting a worker "
@@ -64,25 +93,48 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _policy(text: str) -> PolicyPair:
-    try:
-        return PolicyPair.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _policies(text: str) -> list[PolicyPair | PaperPolicy]:
+    """Pairs (`binpack/spread`) and the paper's policy names, in the order given."""
+    chosen: list[PolicyPair | PaperPolicy] = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            chosen.append(PolicyPair.parse(item) if "/" in item else parse_paper_policy(item))
+        except (ValueError, DomainError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return chosen
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_JOBS}")
-    return value
+def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (no upper bound when None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"{text!r} must be {bounds}")
+        return value
+
+    return parse
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the scenario, run it under the chosen pairs, print the table or JSON."""
+    pairs = [p for p in args.policy or () if isinstance(p, PolicyPair)]
+    named = [p for p in args.policy or () if isinstance(p, PaperPolicy)]
+    if args.report is not None and plots_unavailable():
+        return 2
+    if args.trace is not None:
+        if clash := _trace_clash(args, pairs):
+            print(f"vgpu simulate: {clash}", file=sys.stderr)
+            return 2
+        return run_trace(args, named)
+    if named or args.nodes is not None:
+        given = f"--policy {named[0].value}" if named else "--nodes"
+        print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
+        return 2
     if args.print_scenario:
         return _print_scenario(args.scenario)
     try:
@@ -90,30 +142,18 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"vgpu simulate: invalid scenario:\n{exc}", file=sys.stderr)
         return 2
-    if args.report is not None and importlib.util.find_spec("matplotlib") is None:
-        print(
-            "vgpu simulate: --report draws plots with matplotlib, which is not installed; "
-            "install it with: pip install 'vgpu[simulate]'",
-            file=sys.stderr,
-        )
-        return 2
     if args.preemption:
         scenario = scenario.model_copy(update={"preemption": True})
     seed = scenario.seed if args.seed is None else args.seed
-    pairs = [args.policy] if args.policy else list(ALL_PAIRS)
-    bar = ProgressBar(
-        sys.stderr,
-        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
-        enabled=not args.no_progress and sys.stderr.isatty(),
-    )
+    pairs = pairs or list(ALL_PAIRS)
     started = time.perf_counter()
-    try:
-        results = run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=bar.update)
-    except KeyboardInterrupt:
-        bar.close()
-        print("vgpu simulate: interrupted", file=sys.stderr)
+    results = with_progress(
+        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
+        not args.no_progress,
+        lambda update: run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=update),
+    )
+    if results is None:
         return 130
-    bar.close()
     log.info("simulated %d runs in %.1f s", len(results), time.perf_counter() - started)
     if args.json:
         print(json.dumps(document(scenario, seed, results), indent=2))
@@ -122,15 +162,21 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         from .plots import write_report  # matplotlib loads only when asked for
 
-        try:
-            written = write_report(args.report, scenario, seed, results)
-        except OSError as exc:
-            print(
-                f"vgpu simulate: cannot write the report to {args.report}: {exc}", file=sys.stderr
-            )
-            return 1
-        print(f"report: {written[-1]}", file=sys.stderr)
+        return save_report(args.report, lambda d: write_report(d, scenario, seed, results))
     return 0
+
+
+def _trace_clash(args: argparse.Namespace, pairs: list[PolicyPair]) -> str:
+    """Why these options cannot go with --trace ('' when they can)."""
+    for given, option in (
+        (args.scenario, "--scenario"),
+        (args.preemption, "--preemption"),
+        (args.print_scenario, "--print-scenario"),
+        (pairs, f"--policy {pairs[0].label}" if pairs else ""),
+    ):
+        if given:
+            return f"{option} does not apply to a trace replay (--trace)"
+    return ""
 
 
 def _print_scenario(path: Path | None) -> int:

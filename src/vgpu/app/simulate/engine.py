@@ -20,7 +20,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from vgpu.domain import (
@@ -39,6 +39,7 @@ from vgpu.domain import (
     encode_pod_grants,
     limits_from_hard,
 )
+from vgpu.domain.fragmentation.cards import CardShape, RecentShapes
 from vgpu.domain.mig_grants import decode_granted, mig_reservations
 from vgpu.domain.preemption import Cost, Victim, choose_victims, cost
 from vgpu.domain.quota import pod_charge
@@ -83,7 +84,8 @@ class PolicyPair:
         return cls(values[0], values[1])
 
 
-ALL_PAIRS = tuple(PolicyPair(node, gpu) for node in Policy for gpu in Policy)
+HAMI_POLICIES = (Policy.BINPACK, Policy.SPREAD)
+ALL_PAIRS = tuple(PolicyPair(node, gpu) for node in HAMI_POLICIES for gpu in HAMI_POLICIES)
 HAMI_DEFAULT = PolicyPair(Policy.BINPACK, Policy.SPREAD)
 
 
@@ -170,6 +172,7 @@ class Simulation:
         self._running_on: dict[str, dict[str, SimPod]] = {n: {} for n in self._nodes}
         self._preemptors = 0
         self._evicted = 0
+        self._recent = RecentShapes()  # what FGD weighs, as the scheduler keeps it
 
     # running ---------------------------------------------------------------------------------
     def run(self, progress: Progress | None = None) -> RunResult:
@@ -215,6 +218,10 @@ class Simulation:
         if isinstance(plan, str):
             self._denied.append(plan)
             return
+        if plan.policies.fragmentation:
+            shapes = [CardShape.of(r, plan.selector) for r in plan.requests if r is not None]
+            self._recent.observe(plan.key, shapes)
+            plan = replace(plan, policies=replace(plan.policies, workload=self._recent.current()))
         priority = int(manifest["spec"].get("priority", 0))
         pod = SimPod(len(self.pods), arrival, plan.key, namespace, plan, shape_of(plan), priority)
         pod.waiting_since = arrival.time

@@ -1,0 +1,56 @@
+"""`vgpu simulate --trace`: load the trace, replay it under each policy and seed, print."""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from vgpu.domain.fragmentation import PaperPolicy
+
+from ..outputs import save_report, with_progress
+from .experiments import run_policies
+from .files import WORKLOADS, TraceError, read_nodes, read_pods, shipped_nodes, shipped_pods
+from .replay import Trace
+from .report import document, table
+
+FIRST_SEED = 42  # the paper's seeds are 42..51
+SEEDS = 10
+
+
+def run_trace(args: argparse.Namespace, policies: Sequence[PaperPolicy]) -> int:
+    """Replay `args.trace` under `policies` (all of the paper's when empty)."""
+    try:
+        trace = load(args.trace, args.nodes)
+    except TraceError as exc:
+        print(f"vgpu simulate: invalid trace:\n{exc}", file=sys.stderr)
+        return 2
+    first = FIRST_SEED if args.seed is None else args.seed
+    seeds = list(range(first, first + args.seeds))
+    chosen = list(policies) or list(PaperPolicy)
+    runs = with_progress(
+        f"replaying {trace.name}: {len(chosen) * len(seeds)} runs",
+        not args.no_progress,
+        lambda update: run_policies(trace, chosen, seeds, jobs=args.jobs, progress=update),
+    )
+    if runs is None:
+        return 130
+    if args.json:
+        print(json.dumps(document(trace, runs), indent=2))
+    else:
+        print(table(trace, runs), end="")
+    if args.report is not None:
+        from .plots import write_report  # matplotlib loads only when asked for
+
+        return save_report(args.report, lambda d: write_report(d, trace, runs))
+    return 0
+
+
+def load(pods: str, nodes: Path | None) -> Trace:
+    """A shipped workload by name, or a pod CSV; on the given node CSV or the openb nodes."""
+    source = shipped_pods(pods) if pods in WORKLOADS else Path(pods)
+    name = pods if pods in WORKLOADS else source.name
+    if nodes is not None:
+        name = f"{name} on {nodes.name}"  # not the paper's cluster: no published figures
+    cluster = read_nodes(shipped_nodes() if nodes is None else nodes)
+    return Trace.of(name, cluster, read_pods(source))

@@ -1,0 +1,74 @@
+"""The openb trace in HAMi's terms: its cards as a device plugin registers them and its pods
+as they ask for slices, so the scheduler can be put on the same cluster the replay uses.
+
+A share of `m` milli asks `gpucores` and `gpumem-percentage` of `m / 10` (every openb share is
+a multiple of 10, so this is exact); whole cards ask `nvidia.com/gpu: N` with all the memory and
+100 cores each (what the webhook gives whole-card pods); `gpu_spec` `A|B` becomes
+`nvidia.com/use-gputype: A,B`. The smallest share is 50 milli, so cards are split 20 ways:
+HAMi's default of 10 would stop a card at 10 pods, which the trace does not.
+"""
+
+from typing import Any
+
+from vgpu.domain import NVIDIA, Device
+from vgpu.domain.fragmentation import MILLI, MilliNode, MilliPod
+
+SPLIT = 20
+# MiB per card. V100M16, V100M32, P100, T4 and A10 are NVIDIA's sizes; G2 and G3 are
+# undisclosed, and these are the paper's artifact's own figures for them.
+CARD_MEMORY = {
+    "A10": 24576,
+    "P100": 16384,
+    "T4": 16384,
+    "V100M16": 16384,
+    "V100M32": 32768,
+    "G2": 20000,
+    "G3": 30000,
+}
+
+
+def card_memory(model: str) -> int:
+    """MiB per card of `model`; ValueError names a model the trace does not describe."""
+    try:
+        return CARD_MEMORY[model]
+    except KeyError:
+        known = ", ".join(sorted(CARD_MEMORY))
+        raise ValueError(f"model {model!r} has no known card memory (known: {known})") from None
+
+
+def hami_devices(name: str, node: MilliNode) -> tuple[Device, ...]:
+    """The node's cards as its device plugin would register them (all free)."""
+    memory = card_memory(node.model)
+    return tuple(
+        Device(f"GPU-{name}-{i}", i, f"NVIDIA {node.model}", SPLIT, memory, 100)
+        for i in range(len(node.free))
+    )
+
+
+def hami_manifest(name: str, pod: MilliPod, annotations: dict[str, str]) -> dict[str, Any]:
+    """The pod as created (after the webhook), with `annotations` (e.g. its policies) added.
+
+    >>> limits = hami_manifest("p", MilliPod(2000, 1024, 1, 460), {})["spec"]["containers"][0]
+    >>> limits["resources"]["limits"]
+    {'nvidia.com/gpu': '1', 'nvidia.com/gpucores': '46', 'nvidia.com/gpumem-percentage': '46'}
+    """
+    if pod.milli >= MILLI:
+        limits = {NVIDIA.count_resource: pod.gpus, NVIDIA.cores_resource: 100}
+    else:
+        percent = pod.milli // 10
+        limits = {
+            NVIDIA.count_resource: pod.gpus,
+            NVIDIA.cores_resource: percent,
+            NVIDIA.memory_percentage_resource: percent,
+        }
+    notes = dict(annotations)
+    if pod.models:
+        notes[NVIDIA.use_type_annotation] = ",".join(sorted(pod.models))
+    return {
+        "metadata": {"name": name, "namespace": "trace", "annotations": notes},
+        "spec": {
+            "containers": [
+                {"name": "main", "resources": {"limits": {k: str(v) for k, v in limits.items()}}}
+            ]
+        },
+    }

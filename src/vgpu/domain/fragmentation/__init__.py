@@ -1,0 +1,56 @@
+"""Fewer stranded GPU slices: the FGD paper's cluster model (milli-GPU), its placement
+policies (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD) and the typical pod shapes
+FGD measures fragmentation against. Pure, standard library only, shared by `vgpu simulate`'s
+trace replay and the scheduler."""
+
+from vgpu.domain.fragmentation.classic import best_fit, dot_prod, gpu_clustering, gpu_packing
+from vgpu.domain.fragmentation.fgd import Fgd
+from vgpu.domain.fragmentation.milli import (
+    MILLI,
+    SHARE,
+    MilliNode,
+    MilliPod,
+    fits,
+    fitting_cards,
+    place,
+    tightest_card,
+    whole_cards,
+)
+from vgpu.domain.fragmentation.policies import (
+    Heuristic,
+    PaperPolicy,
+    RandomPlacement,
+    Scored,
+    parse_paper_policy,
+    placement_policy,
+    tightest_fit,
+)
+from vgpu.domain.fragmentation.workload import ShapeTable, TypicalShape, Workload, typical_shapes
+
+__all__ = [
+    "MILLI",
+    "SHARE",
+    "Fgd",
+    "Heuristic",
+    "MilliNode",
+    "MilliPod",
+    "PaperPolicy",
+    "RandomPlacement",
+    "Scored",
+    "ShapeTable",
+    "TypicalShape",
+    "Workload",
+    "best_fit",
+    "dot_prod",
+    "fits",
+    "fitting_cards",
+    "gpu_clustering",
+    "gpu_packing",
+    "parse_paper_policy",
+    "place",
+    "placement_policy",
+    "tightest_card",
+    "tightest_fit",
+    "typical_shapes",
+    "whole_cards",
+]

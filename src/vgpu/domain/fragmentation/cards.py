@@ -1,0 +1,252 @@
+"""FGD on the cards vgpu registers: free shares in milli, the pod shapes a scheduler has seen
+lately, and the score of a placement.
+
+A card's free share is the smaller of its free cores and its free memory, in thousandths of
+the card; a card that takes no more slices (split count spent, unhealthy, cordoned, in MIG
+mode) has none. A slice of a request takes the larger of its cores and its memory on the card.
+For a share of `m` milli asked the openb way (`gpucores` = `gpumem-percentage` = m / 10) both
+are exactly `m`, so the scheduler scores as the trace replay does. Node CPU is kube-scheduler's
+to filter and is left out: every shape's CPU counts as available.
+"""
+
+import math
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.fragmentation.fgd import gain_score, score_change
+from vgpu.domain.fragmentation.milli import MILLI
+from vgpu.domain.fragmentation.workload import ShapeTable, TypicalShape, commonest
+from vgpu.domain.request import ContainerRequest
+from vgpu.domain.selectors import CardSelector
+
+IDLE = Usage()
+_ANY_CPU = 1 << 62  # a node's CPU as FGD sees it here: enough for every shape
+WINDOW = 1000  # pods whose shapes are kept
+REFRESH = 100  # new pods before the typical shapes are worked out again
+COVERAGE = 0.95
+TOLERANCE = 0.05  # shares that move less keep the typical shapes as they are
+
+
+@dataclass(frozen=True, slots=True)
+class CardShape:
+    """What one container asks of each card it gets, and which card types it accepts."""
+
+    count: int
+    memory: int = 0  # MiB per card; 0: `memory_percent` of the card
+    memory_percent: int = 100
+    cores: int = 0
+    use_types: tuple[tuple[str, ...], ...] = ()
+    avoid_types: tuple[tuple[str, ...], ...] = ()
+
+    @classmethod
+    def of(cls, request: ContainerRequest, selector: CardSelector) -> "CardShape":
+        return cls(
+            request.count,
+            request.memory,
+            request.memory_percent,
+            request.cores,
+            selector.use_types,
+            selector.avoid_types,
+        )
+
+    def taken_on(self, device: Device) -> int:
+        """The milli one slice takes of `device`."""
+        request = ContainerRequest(self.count, self.memory, self.memory_percent, self.cores)
+        return taken_milli(request, device)
+
+    def accepts(self, device: Device) -> bool:
+        return CardSelector(self.use_types, self.avoid_types).type_ok(device)
+
+
+def free_milli(device: Device, used: Usage, cordoned: bool = False) -> int:
+    """The card's free share in milli.
+
+    >>> card = Device("GPU-0", 0, "NVIDIA T4", count=20, memory=15360, cores=100)
+    >>> free_milli(card, Usage(slices=2, memory=7065, cores=46))  # cores: 540, memory: 540.0
+    540
+    >>> free_milli(card, Usage(slices=1, memory=12000, cores=10))  # memory binds
+    218
+    """
+    if cordoned or not device.healthy or device.mode == MIG_MODE or used.slices >= device.count:
+        return 0
+    cores = _share(device.cores - used.cores, device.cores)
+    memory = _share(device.memory - used.memory, device.memory)
+    return min(cores, memory)
+
+
+def taken_milli(request: ContainerRequest, device: Device) -> int:
+    """The milli one slice of `request` takes of `device`: its cores or memory, the larger.
+
+    >>> card = Device("GPU-0", 0, "NVIDIA T4", count=20, memory=15360, cores=100)
+    >>> taken_milli(ContainerRequest(1, memory_percent=46, cores=46), card)
+    460
+    >>> taken_milli(ContainerRequest(1, memory=7680), card)
+    500
+    """
+    if request.cores >= 100:  # an exclusive card
+        return MILLI
+    cores = math.ceil(MILLI * request.cores / device.cores) if device.cores > 0 else 0
+    memory = request.memory_on(device)
+    taken = math.ceil(MILLI * memory / device.memory) if device.memory > 0 else 0
+    return min(MILLI, max(cores, taken))
+
+
+def node_shares(
+    devices: Sequence[Device],
+    usage: Mapping[str, Usage],
+    cordoned: frozenset[str],
+    extra: Mapping[str, Usage] | None = None,
+) -> list[int]:
+    """Each card's free share, with `extra` (a pod's footprint) in use too."""
+    shares = []
+    for device in devices:
+        used = usage.get(device.uuid, IDLE)
+        if extra and device.uuid in extra:
+            used = used + extra[device.uuid]
+        shares.append(free_milli(device, used, device.uuid in cordoned))
+    return shares
+
+
+class CardWorkload:
+    """Card shapes with their counts, and a `ShapeTable` per card kind (type, memory, cores)
+    that has each shape's milli on such a card."""
+
+    def __init__(self, shapes: Sequence[tuple[CardShape, int]]) -> None:
+        self.shapes = tuple(shapes)
+        self._total = sum(count for _, count in shapes)
+        self._tables: dict[tuple[str, int, int], ShapeTable] = {}
+
+    def table_for(self, device: Device) -> ShapeTable:
+        kind = (device.type, device.memory, device.cores)
+        table = self._tables.get(kind)
+        if table is None:
+            fitting = [
+                TypicalShape(count, shape.count, shape.taken_on(device))
+                for shape, count in self.shapes
+                if shape.accepts(device)
+            ]
+            table = self._tables[kind] = ShapeTable(fitting, self._total)
+        return table
+
+    def score(self, devices: Sequence[Device], before: Sequence[int], after: Sequence[int]) -> int:
+        """FGD's score (0..99) for a node of these cards whose free shares go from `before` to
+        `after`; its first card's kind stands for the node's."""
+        table = self.table_for(devices[0])
+        level = table.level(_ANY_CPU)
+        return score_change(table, level, before, level, after)
+
+    def card_scores(
+        self, devices: Sequence[Device], before: Sequence[int], changes: Sequence[tuple[int, int]]
+    ) -> list[int]:
+        """`score` for each (card position, its free share after) change on its own."""
+        table = self.table_for(devices[0])
+        level = table.level(_ANY_CPU)
+        start = table.fragmentation(level, tuple(sorted(before, reverse=True)))
+        scores = []
+        for position, share in changes:
+            after = list(before)
+            after[position] = share
+            gain = start - table.fragmentation(level, tuple(sorted(after, reverse=True)))
+            scores.append(gain_score(gain, table.total))
+        return scores
+
+
+def pod_workload(
+    requests: Iterable[ContainerRequest | None], selector: CardSelector
+) -> CardWorkload:
+    """A pod's own shapes as the workload: what FGD weighs when it knows no other."""
+    return CardWorkload([(CardShape.of(r, selector), 1) for r in requests if r is not None])
+
+
+class RecentShapes:
+    """The shapes of the last `window` GPU pods seen (a pod once, however often it is asked
+    about), which FGD measures fragmentation against. Until `window` pods have been seen the
+    `seeds` (shapes a cluster knows it runs, with relative weights) fill the rest of it. The
+    typical shapes are worked out again every `refresh` new pods, and replace the current ones
+    only when the shares moved by more than `tolerance` (total variation distance): a
+    scheduler's remembered answers, which new shapes void, last while the workload holds."""
+
+    def __init__(
+        self,
+        window: int = WINDOW,
+        refresh: int = REFRESH,
+        seeds: Sequence[tuple[CardShape, float]] = (),
+        coverage: float = COVERAGE,
+        tolerance: float = TOLERANCE,
+    ) -> None:
+        self._window = window
+        self._refresh = refresh
+        self._seeds = tuple(seeds)
+        self._coverage = coverage
+        self._tolerance = tolerance
+        self._recent: deque[tuple[str, tuple[CardShape, ...]]] = deque()
+        self._keys: set[str] = set()
+        self._counts: Counter[CardShape] = Counter()
+        self._unseen = 0  # pods seen since the typical shapes were worked out
+        self._current = CardWorkload(())
+        self._current = self._typical()
+
+    def observe(self, pod: str, shapes: Iterable[CardShape]) -> None:
+        """A pod asked for placement with one shape per GPU container."""
+        if pod in self._keys:
+            return
+        kept = tuple(shapes)
+        self._recent.append((pod, kept))
+        self._keys.add(pod)
+        self._counts.update(kept)
+        if len(self._recent) > self._window:
+            gone, old = self._recent.popleft()
+            self._keys.discard(gone)
+            self._counts.subtract(old)
+        self._unseen += 1
+        if self._unseen >= self._refresh:
+            self._current = self._typical()
+
+    def current(self) -> CardWorkload:
+        """The typical shapes now. Before any pod is seen and without seeds: none (every
+        placement then scores 50, and ties go by node name)."""
+        if self._unseen and not self._current.shapes:
+            self._current = self._typical()  # the first pods: no need to wait for `refresh`
+        return self._current
+
+    def _typical(self) -> CardWorkload:
+        self._unseen = 0
+        # in thousandths of a pod, as seeds fill the window's room in proportion to weights
+        counts = {shape: n * 1000 for shape, n in self._counts.items() if n > 0}
+        room = self._window - len(self._recent)
+        weights = sum(weight for _, weight in self._seeds)
+        if room > 0 and weights > 0:
+            for shape, weight in self._seeds:
+                counts[shape] = counts.get(shape, 0) + round(1000 * room * weight / weights)
+        kept = commonest(counts, self._coverage, _size)
+        if self._current.shapes and _moved(self._current.shapes, kept) <= self._tolerance:
+            return self._current  # about the same shapes: answers remembered stay good
+        return CardWorkload(kept)
+
+
+def _moved(old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, int]]) -> float:
+    """How far two sets of weighted shapes are apart: the total variation distance of their
+    shares, 0 (alike) .. 1 (no shape in common).
+
+    >>> a, b = CardShape(1, cores=10), CardShape(1, cores=50)
+    >>> _moved([(a, 3), (b, 1)], [(a, 1), (b, 1)])
+    0.25
+    """
+    shares: dict[CardShape, float] = {}
+    for weighted, sign in ((old, -1.0), (new, 1.0)):
+        total = sum(count for _, count in weighted)
+        for shape, count in weighted:
+            shares[shape] = shares.get(shape, 0.0) + sign * count / total
+    return sum(abs(v) for v in shares.values()) / 2
+
+
+def _size(shape: CardShape) -> tuple[object, ...]:
+    return shape.count, shape.cores, shape.memory, shape.memory_percent, shape.use_types
+
+
+def _share(free: int, whole: int) -> int:
+    if whole <= 0:
+        return MILLI
+    return MILLI * max(free, 0) // whole

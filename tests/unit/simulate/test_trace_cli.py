@@ -1,0 +1,145 @@
+"""`vgpu simulate --trace` as a user runs it, on small trace files: table, JSON, bad input."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vgpu.app.cli import main
+
+NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
+    f"n-{i:02d},64000,262144,8,{'T4' if i < 4 else 'G2'}\n" for i in range(12)
+)
+# mostly shares of one card, every fifth pod two whole cards, every seventh only on T4
+PODS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + "".join(
+    f"p-{i:03d},{2000 + 1000 * (i % 3)},4096,{2 if i % 5 == 0 else 1},"
+    f"{1000 if i % 5 == 0 else (250, 500, 700, 1000)[i % 4]},{'T4' if i % 7 == 0 else ''}\n"
+    for i in range(120)
+)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    pods, nodes = tmp_path / "pods.csv", tmp_path / "nodes.csv"
+    pods.write_text(PODS)
+    nodes.write_text(NODES)
+    return pods, nodes
+
+
+def simulate(*args: str) -> int:
+    return main(["simulate", "--no-progress", *args])
+
+
+def test_the_table_shows_each_policy_at_100_and_130_percent(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods, nodes = files
+    assert (
+        simulate(
+            "--trace", str(pods), "--nodes", str(nodes), "--seeds", "3", "--policy", "fgd,random"
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "vgpu simulate --trace pods.csv on nodes.csv: 120 pods on 12 nodes (96 GPUs: G2 64 x 20000 MiB, T4 32 x 16384 MiB; 768 CPUs)"
+    )
+    assert "seeds 42..44" in out
+    rows = {
+        line.split()[0]: line for line in out.splitlines() if line.startswith(("fgd", "random"))
+    }
+    assert set(rows) == {"fgd", "random"}
+    assert "(" not in rows["fgd"]  # no published figures for a user's trace
+    assert "Most GPU allocated at 100 % arrived:" in out
+
+
+def test_json_holds_every_seed_and_the_mean_curve(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods, nodes = files
+    assert (
+        simulate(
+            "--trace",
+            str(pods),
+            "--nodes",
+            str(nodes),
+            "--seed",
+            "7",
+            "--seeds",
+            "2",
+            "--json",
+            "--policy",
+            "bestfit",
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["trace"]["seeds"] == [7, 8] and data["trace"]["gpus"] == 96
+    (run,) = data["runs"]
+    assert run["policy"] == "bestfit" and "paper" not in run
+    assert len(run["at_100"]["seeds"]) == 2
+    assert run["curve"]["100"] == run["at_100"]["mean"]
+    assert all(0 <= v <= 100 for v in run["curve"].values())
+
+
+def test_the_same_seeds_give_the_same_figures(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods, nodes = files
+    outputs = []
+    for _ in range(2):
+        simulate(
+            "--trace",
+            str(pods),
+            "--nodes",
+            str(nodes),
+            "--seeds",
+            "2",
+            "--json",
+            "--policy",
+            "random",
+        )
+        outputs.append(json.loads(capsys.readouterr().out)["runs"][0]["curve"])
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--scenario", "x.yaml"], "--scenario does not apply to a trace replay"),
+        (["--preemption"], "--preemption does not apply to a trace replay"),
+        (
+            ["--policy", "binpack/spread"],
+            "--policy binpack/spread does not apply to a trace replay",
+        ),
+    ],
+)
+def test_options_of_the_scenario_simulator_are_refused_with_a_trace(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    assert simulate("--trace", str(files[0]), *extra) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_trace_options_without_a_trace_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert simulate("--policy", "fgd") == 2
+    assert "--policy fgd applies to a trace replay (--trace)" in capsys.readouterr().err
+
+
+def test_an_unknown_policy_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        simulate("--trace", "default", "--policy", "fgd,tetris")
+    assert "'tetris' is not a known policy (use one of: random, dotprod" in capsys.readouterr().err
+
+
+def test_a_bad_trace_row_exits_2_naming_file_line_and_column(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods, nodes = files
+    pods.write_text(PODS.replace("p-003,2000,4096,1,1000", "p-003,2000,4096,1,1001"))
+    assert simulate("--trace", str(pods), "--nodes", str(nodes)) == 2
+    err = capsys.readouterr().err
+    assert (
+        "invalid trace" in err
+        and "pods.csv line 5: gpu_milli: 1001 is out of range (0..1000)" in err
+    )
