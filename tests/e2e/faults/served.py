@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.faults.invariants import Holding
-from vgpu.domain.served_record import decode_served_record
+from vgpu.domain.trust import decode_served_record
 
 
 def served_holdings(record_file: Path, pods: Iterable[Mapping[str, Any]]) -> list[Holding]:

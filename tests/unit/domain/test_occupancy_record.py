@@ -6,14 +6,14 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vgpu.domain import occupancy_record
-from vgpu.domain.occupancy_record import (
+from vgpu.domain.trust import (
+    GrantClaim,
     RecordEntry,
     decode_record,
-    encode_record,
+    occupancy_record,
     updated_record,
 )
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust.occupancy_record import encode_record
 
 A = RecordEntry("default/a", "1750000000", "GPU-0,NVIDIA,1000,10:;")
 B = RecordEntry("team/b", "1750000001", "GPU-1,NVIDIA,2000,0:;", '[{"containerIndex":0}]')

@@ -5,9 +5,8 @@ import json
 import pytest
 
 from vgpu.domain.device import Usage
-from vgpu.domain.mig import MigPlacement
-from vgpu.domain.mig_allocations import MigReservation, encode_mig_allocations
-from vgpu.domain.served_record import (
+from vgpu.domain.mig import MigPlacement, MigReservation, encode_mig_allocations
+from vgpu.domain.trust import (
     RecordFormatError,
     ServedGrant,
     decode_served_record,

@@ -21,7 +21,8 @@ from tests.unit.scheduler.builders import (
     world,
 )
 from vgpu.domain import Usage
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION, RecordEntry, encode_record
+from vgpu.domain.trust import OCCUPANCY_ANNOTATION, RecordEntry
+from vgpu.domain.trust.occupancy_record import encode_record
 
 EDITS = {
     "signature garbled": {"vgpu.io/grant-signature": "k20260101t0000:garbled"},

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vgpu.domain.served_record import (
+from vgpu.domain.trust import (
     RecordFormatError,
     ServedGrant,
     decode_served_record,

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from vgpu.domain.errors import CodecError
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
     MigReservation,
     MigRuntime,
@@ -35,7 +35,7 @@ class MigInstance:
 
 def realized_instances(pod: Pod) -> list[MigInstance]:
     """The pod's realized MIG instances; an annotation that does not read by HAMi's rules
-    (`vgpu.domain.mig_allocations`) is logged and gives none, as HAMi's monitor skips it."""
+    (`vgpu.domain.mig.allocations`) is logged and gives none, as HAMi's monitor skips it."""
     try:
         reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
         return [

@@ -12,12 +12,18 @@ import logging
 from vgpu.app.scheduler.occupancy import Held, OccupancyBook
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import DomainError, Pod, PodGrants, Vendor
-from vgpu.domain.grant_trust import claim_grants
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION
-from vgpu.domain.occupancy import Basis, Occupancy
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION, Record, RecordEntry
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    OCCUPANCY_ANNOTATION,
+    Basis,
+    GrantClaim,
+    Occupancy,
+    Record,
+    RecordEntry,
+    claim_grants,
+)
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 
 log = logging.getLogger(__name__)

@@ -51,7 +51,7 @@ from vgpu.domain import (
     encode_node_devices,
     pod_from_manifest,
 )
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
 from vgpu.ports.cluster import ClusterPort, Quota
 
 

@@ -15,12 +15,9 @@ from enum import Enum
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
-from vgpu.domain.mig_allocations import (
-    MIG_ALLOCATIONS_ANNOTATION,
-    encode_mig_allocations,
-)
-from vgpu.domain.mig_grants import mig_reservations
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, encode_mig_allocations
+from vgpu.domain.mig.grants import mig_reservations
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 

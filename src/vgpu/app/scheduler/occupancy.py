@@ -7,7 +7,7 @@ say later (a tenant can edit its own pod). Which grant counts for a bound, unfin
    holds for the pod's uid;
 2. else the one this process counted first (`Held`);
 3. else the one its annotations name now, if the counting rule counts it
-   (`vgpu.domain.occupancy`).
+   (`vgpu.domain.trust.occupancy`).
 
 The record comes first so that the leader and a standby (or a restarted process, which has no
 memory) count the same. The leader records every counted grant: at bind, in the node lock's
@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from vgpu.domain import PodGrants
 from vgpu.domain.initrelease import InitProgress
-from vgpu.domain.occupancy_record import Record, RecordEntry, decode_record
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust import GrantClaim, Record, RecordEntry, decode_record
 
 
 @dataclass(frozen=True, slots=True)

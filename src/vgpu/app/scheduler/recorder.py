@@ -19,15 +19,15 @@ from collections.abc import Mapping
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.domain import Pod
-from vgpu.domain.occupancy_record import (
+from vgpu.domain.trust import (
     MAX_RECORD_BYTES,
     OCCUPANCY_ANNOTATION,
+    GrantClaim,
     Record,
     RecordChange,
     RecordEntry,
     updated_record,
 )
-from vgpu.domain.signing import GrantClaim
 from vgpu.ports.cluster import ClusterError, ClusterPort
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ from vgpu.domain import (
     limits_from_hard,
 )
 from vgpu.domain.fragmentation.cards import CardShape, RecentShapes
-from vgpu.domain.mig_grants import decode_granted, mig_reservations
+from vgpu.domain.mig.grants import decode_granted, mig_reservations
 from vgpu.domain.preemption import Cost, Victim, choose_victims, cost
 from vgpu.domain.quota import pod_charge
 from vgpu.domain.reasons import phrase

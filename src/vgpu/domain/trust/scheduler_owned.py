@@ -6,7 +6,7 @@ ValidatingAdmissionPolicy in deploy/scheduler/admission-policy.yaml refuses them
 but those two service accounts, also for pods the webhook never sees.
 """
 
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.trust.signing import GRANT_SIGNATURE_ANNOTATION
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION
 
 HAMI_PREFIX = "hami.io/"

@@ -2,7 +2,7 @@
 docs/protocol.md#mig-instance-choice).
 
 The smallest profile that holds the request's memory (ties: fewer slices) with a free
-placement, tried in `mig_geometry.placement_order`.
+placement, tried in `geometry.placement_order`.
 
 >>> one = MigProfile("1g.10gb", 1, 9856, 15, tuple(MigPlacement(i, 1) for i in range(7)))
 >>> two = MigProfile("2g.20gb", 2, 19968, 29, tuple(MigPlacement(i, 2) for i in (0, 2, 4)))
@@ -16,8 +16,8 @@ True
 """
 
 from vgpu.domain.device import Device, Usage
-from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
-from vgpu.domain.mig_geometry import placement_order
+from vgpu.domain.mig.geometry import placement_order
+from vgpu.domain.mig.profiles import MigPlacement, MigProfile, MigSlot
 from vgpu.domain.request import ContainerRequest
 
 _IDLE = Usage()

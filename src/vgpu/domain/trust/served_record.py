@@ -24,8 +24,8 @@ from typing import Any
 from vgpu.domain.device import Usage
 from vgpu.domain.errors import DomainError
 from vgpu.domain.grant import PodGrants, pod_footprint
-from vgpu.domain.mig_allocations import decode_mig_allocations
-from vgpu.domain.mig_grants import decode_granted
+from vgpu.domain.mig.allocations import decode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted
 
 VERSION = 1
 

@@ -15,9 +15,9 @@ from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.ledger_index import LedgerIndex
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
-from vgpu.domain.mig_grants import decode_granted
+from vgpu.domain.ledger.index import LedgerIndex
+from vgpu.domain.mig.allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.topology import PairScores

@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust.signing import GrantClaim
 
 OCCUPANCY_ANNOTATION = "vgpu.io/occupancy"
 RECORD_VERSION = 1
