@@ -32,7 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
-from vgpu.app.explain.store import ExplanationStore
+from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
 from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
 from vgpu.app.scheduler.review_identity import review_identity
