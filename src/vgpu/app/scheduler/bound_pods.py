@@ -20,8 +20,8 @@ from vgpu.domain.trust import (
     Basis,
     GrantClaim,
     Occupancy,
-    Record,
-    RecordEntry,
+    OccupancyEntry,
+    OccupancyRecord,
     claim_grants,
 )
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
@@ -67,7 +67,7 @@ class BoundPods:
         self._drifted.discard(pod.key)
         self._unreadable.discard(pod.uid)
 
-    def record_changed(self, node: str, record: Record) -> None:
+    def record_changed(self, node: str, record: OccupancyRecord) -> None:
         """A node's record changed: its pods count what it names for them from now on."""
         for problem in record.problems:
             log.warning(
@@ -103,7 +103,7 @@ class BoundPods:
         grants = self._decode(pod.key, pod.node_name, pod.uid, entry)
         return None if grants is None else (claim, grants)
 
-    def _decode(self, pod: str, node: str, uid: str, entry: RecordEntry) -> PodGrants | None:
+    def _decode(self, pod: str, node: str, uid: str, entry: OccupancyEntry) -> PodGrants | None:
         try:
             grants = claim_grants(entry.claim(uid, node), self._vendor)
         except DomainError as exc:
