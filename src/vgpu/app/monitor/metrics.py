@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from vgpu.app.monitor.figures import DeviceFigures, device_figures, last_kernel_age
-from vgpu.app.monitor.mig import MigInstance, realized_instances
+from vgpu.app.monitor.mig import ContainerMigDevice, realized_instances
 from vgpu.app.monitor.pods import Owner, Owners
 from vgpu.domain.pod import Pod
 from vgpu.ports.accounting import AccountingPort, RegionUnavailable
@@ -223,7 +223,7 @@ class _ContainerFamilies:
         self.legacy_desc.add_metric([*labels[:-1], *kinds, ZONE], device.used)
         self.legacy_utilization.add_metric(labels, device.utilization)
 
-    def add_mig(self, pod: Pod, instance: MigInstance) -> None:
+    def add_mig(self, pod: Pod, instance: ContainerMigDevice) -> None:
         labels = [
             pod.namespace,
             pod.name,
