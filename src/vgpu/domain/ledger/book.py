@@ -10,7 +10,7 @@ from functools import reduce
 from operator import or_
 
 from vgpu.domain.decision import Decision
-from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
@@ -22,8 +22,6 @@ from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.topology import PairScores
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
-
-IDLE = Usage()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,13 @@ MigSlot(profile='2g.20gb', placement=MigPlacement(start=2, size=2))
 True
 """
 
-from vgpu.domain.device import Device, Usage
+from vgpu.domain.device import IDLE, Device, Usage
 from vgpu.domain.mig.geometry import placement_order
 from vgpu.domain.mig.profiles import MigPlacement, MigProfile, MigSlot
 from vgpu.domain.request import ContainerRequest
 
-_IDLE = Usage()
 
-
-def mig_choice(request: ContainerRequest, device: Device, usage: Usage = _IDLE) -> MigSlot | None:
+def mig_choice(request: ContainerRequest, device: Device, usage: Usage = IDLE) -> MigSlot | None:
     """The profile and placement one slice of `request` would get on `device` as used by
     `usage`; None when none is free (the card's rejection is CardMigTopologyInfeasible).
     Percentage requests resolve against the card's memory."""
