@@ -93,7 +93,6 @@ class State(Enum):
     PENDING = "pending"
     RUNNING = "running"
     FINISHED = "finished"
-    DENIED = "denied"
 
 
 @dataclass(slots=True)
