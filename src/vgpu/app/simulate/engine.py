@@ -48,10 +48,10 @@ from vgpu.domain.reasons import phrase
 from .admission import Admissions
 from .infeasible import InfeasibleCache, Shape, involves_quota, shape_of
 from .metrics import Preemptions, Reasons, RunResult, Sampler, TypicalRequest, mean, percentile
+from .progress import Progress
 from .scenario import Quota, Scenario
 from .workload import PodArrival, cluster_nodes
 
-Progress = Callable[[float], None]
 log = logging.getLogger(__name__)
 
 
