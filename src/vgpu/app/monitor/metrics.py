@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from vgpu.app.exposition import ZONE
 from vgpu.app.monitor.figures import DeviceFigures, device_figures, last_kernel_age
 from vgpu.app.monitor.mig import ContainerMigDevice, realized_instances
 from vgpu.app.monitor.pods import Owner, Owners
@@ -25,8 +26,6 @@ from vgpu.ports.gpu import GpuPort, GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-ZONE = "vGPU"
 _HOST = ["node", "device_index", "device_uuid", "device_type"]
 _LEGACY_HOST = ["nodeid", "deviceidx", "deviceuuid", "devicetype"]
 _CTR = ["namespace", "pod", "container", "vdevice_index", "device_uuid"]
