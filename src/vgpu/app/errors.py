@@ -46,12 +46,12 @@ def problems(
     return lines
 
 
-def explain(exc: ValidationError, prefix: str = "", source: Source | None = None) -> str:
+def one_line_problems(exc: ValidationError, prefix: str = "", source: Source | None = None) -> str:
     """All of `problems` in one sentence, separated by `; ` (for an HTTP reply's error field)."""
     return "; ".join(problems(exc, prefix, source))
 
 
-def explain_lines(
+def listed_problems(
     exc: ValidationError, head: str, prefix: str = "", source: Source | None = None
 ) -> str:
     """`<head>: <problem>` for one problem; for several, `<head>:` and then one indented line

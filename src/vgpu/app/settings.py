@@ -19,7 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from vgpu.app.errors import ConfigError, Location, explain_lines
+from vgpu.app.errors import ConfigError, Location, listed_problems
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def load_settings(
     except ValidationError as exc:
         head = f"invalid {command} configuration"
         raise ConfigError(
-            explain_lines(exc, head, "field ", lambda loc: _origin(sources, loc))
+            listed_problems(exc, head, "field ", lambda loc: _origin(sources, loc))
         ) from None
 
 

@@ -53,15 +53,15 @@ from vgpu.domain.errors import (
 from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, is_mig_request, node_score
 from vgpu.domain.grant import DeviceGrant, PodGrants
 from vgpu.domain.handshake import HamiVersion, HandshakeVerdict, NodeMemory
-from vgpu.domain.ledger import Ledger
-from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
-from vgpu.domain.mig_fit import mig_choice
-from vgpu.domain.mig_geometry import (
+from vgpu.domain.ledger.book import Ledger
+from vgpu.domain.mig.choice import mig_choice
+from vgpu.domain.mig.geometry import (
     can_place_mig_profiles,
     legacy_mig_template,
     mig_placement,
     placement_order,
 )
+from vgpu.domain.mig.profiles import MigPlacement, MigProfile, MigSlot
 from vgpu.domain.node import ClusterNode, node_from_manifest
 from vgpu.domain.node_health import NodeHealthBook
 from vgpu.domain.nodelock import (
@@ -87,7 +87,6 @@ from vgpu.domain.quota import Budget, QuotaBook, QuotaLimits, limits_from_hard
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, gen_reason, parse_reason
 from vgpu.domain.request import ContainerRequest, RequestDefaults, parse_request
 from vgpu.domain.scoring_weights import DEFAULT_WEIGHTS, ScoringWeights, parse_scoring_weights
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, SigningError
 from vgpu.domain.topology import (
     LINK_NAME_POINTS,
     SCORE_ANNOTATION,
@@ -103,6 +102,7 @@ from vgpu.domain.topology import (
     link_name_score,
     pair_scores,
 )
+from vgpu.domain.trust.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing, SigningError
 from vgpu.domain.vendor import NVIDIA, Vendor
 
 __all__ = [

@@ -3,7 +3,8 @@
 Follows HAMi v2.10 (docs/protocol.md#admission-webhook) and fixes what it gets wrong: invalid
 quantities and privileged GPU containers are denied with a message instead of being left
 Pending forever, and the annotations and label that make a pod hold a card are removed from
-every pod admitted, GPU or not (scheduler_owned.py says which), so no tenant can bring its own.
+every pod admitted, GPU or not (`trust.scheduler_owned` says which), so no tenant can bring its
+own.
 """
 
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,10 @@ from vgpu.domain.errors import DomainError
 from vgpu.domain.pod import Container, pod_from_manifest
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.request import ContainerRequest, asks_for_gpu, parse_request
-from vgpu.domain.scheduler_owned import is_scheduler_owned_annotation, is_scheduler_owned_label
+from vgpu.domain.trust.scheduler_owned import (
+    is_scheduler_owned_annotation,
+    is_scheduler_owned_label,
+)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

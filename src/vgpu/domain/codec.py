@@ -17,8 +17,8 @@ from vgpu.domain.device import HAMI_CORE_MODE, Device
 from vgpu.domain.errors import CodecError, brief
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants
 from vgpu.domain.hostile_text import read_json, whole_number
-from vgpu.domain.mig import MigPlacement, MigProfile
-from vgpu.domain.mig_allocations import MigReservation
+from vgpu.domain.mig.allocations import MigReservation
+from vgpu.domain.mig.profiles import MigPlacement, MigProfile
 from vgpu.domain.vendor import NVIDIA
 
 REGISTER = NVIDIA.register_annotation

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from vgpu.domain.mig import MigProfile
+from vgpu.domain.mig.profiles import MigProfile
 
 HAMI_CORE_MODE = "hami-core"
 MIG_MODE = "mig"

@@ -4,11 +4,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.fragmentation.cards import CardWorkload, free_milli, node_shares, pod_workload
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, held_for_life, pod_footprint
-from vgpu.domain.mig import MigSlot
-from vgpu.domain.mig_fit import pick_mig_slot
+from vgpu.domain.mig.choice import pick_mig_slot
+from vgpu.domain.mig.profiles import MigSlot
 from vgpu.domain.policy import PodPolicies, Policy, fullness_of, preference, weighted_fullness
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, summarize_cards
@@ -16,7 +16,6 @@ from vgpu.domain.request import ContainerRequest
 from vgpu.domain.selectors import CardSelector
 from vgpu.domain.topology import PairScores, choose_cards
 
-IDLE = Usage()
 NO_SCORES: PairScores = MappingProxyType({})
 DEFAULT_POLICIES = PodPolicies()
 ANY_CARD = CardSelector()

@@ -4,7 +4,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from vgpu.domain.device import Usage
-from vgpu.domain.mig import MigSlot
+from vgpu.domain.mig.profiles import MigSlot
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from vgpu.domain.device import HAMI_CORE_MODE, MIG_MODE, Device
-from vgpu.domain.mig import MigProfile
+from vgpu.domain.mig.profiles import MigProfile
 
 
 @dataclass(frozen=True, slots=True)

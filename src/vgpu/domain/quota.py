@@ -138,9 +138,6 @@ class QuotaBook:
         else:
             self._limits[namespace] = limits
 
-    def clear_limits(self, namespace: str) -> None:
-        self._limits.pop(namespace, None)
-
     def limits(self, namespace: str) -> QuotaLimits:
         return self._limits.get(namespace, QuotaLimits())
 

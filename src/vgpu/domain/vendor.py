@@ -48,3 +48,5 @@ ASSIGNED_TIME_ANNOTATION = "hami.io/vgpu-time"
 BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
 BIND_TIME_ANNOTATION = "hami.io/bind-time"
 NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
+# The pod label HAMi's scheduler sets to the chosen node (its monitor counts labelled pods only)
+ASSIGNED_NODE_LABEL = "hami.io/vgpu-node"

@@ -2,7 +2,7 @@
 
 from typing import Protocol
 
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 
 
 class GrantKeyPort(Protocol):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vgpu.domain.allocation import Mount
-from vgpu.domain.kubelet_holdings import DeviceAssignment
+from vgpu.domain.trust import DeviceAssignment
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Protocol
 
-from vgpu.domain.served_record import ServedGrant
+from vgpu.domain.trust import ServedGrant
 
 
 class RecordError(RuntimeError):

@@ -18,7 +18,7 @@ from vgpu.adapters.kubernetes.connection import new_api_client
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 from vgpu.app.scheduler.certs import WebhookCerts, WebhookCertsConfig
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 
 ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "kubernetes"
 # the modules that send API requests, all exercised below; a new one must be added here

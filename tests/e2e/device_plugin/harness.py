@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from tests.e2e.k8s_emulator import RunningApiServer
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 
 NODE = "gpu-node-1"
 UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"

@@ -23,7 +23,7 @@ from tests.e2e.device_plugin.harness import (
 )
 from tests.e2e.k8s_emulator import pod_manifest
 from vgpu.domain.nodelock import NodeLock
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 
 REGISTER = "hami.io/node-nvidia-register"
 TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"

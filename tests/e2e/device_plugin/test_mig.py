@@ -12,7 +12,7 @@ from typing import Any
 from tests.e2e.device_plugin.harness import NODE, RING, PluginEnv
 from tests.e2e.k8s_emulator import pod_manifest
 from vgpu.domain.nodelock import NodeLock
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, grant_claim
 from vgpu.domain.vendor import NVIDIA
 
 MIG_GPU = "GPU-aaaaaaaa-1111-2222-3333-444444444444"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.device_plugin.harness import NODE, UUID_A, UUID_B, PluginEnv
 from tests.e2e.device_plugin.test_device_plugin import gpu_container, pod, schedule
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
 from vgpu.domain.vendor import NVIDIA
 
 Start = Callable[..., PluginEnv]

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.faults.invariants import Holding
-from vgpu.domain.served_record import decode_served_record
+from vgpu.domain.trust import decode_served_record
 
 
 def served_holdings(record_file: Path, pods: Iterable[Mapping[str, Any]]) -> list[Holding]:
     """The record's grants of pods still running, as holdings on the record's node; none when
-    the plugin has not written a record (yet). A damaged record raises RecordFormatError."""
+    the plugin has not written a record (yet). A damaged record raises ServedRecordError."""
     if not record_file.exists():
         return []
     node, grants = decode_served_record(record_file.read_text())

@@ -6,7 +6,7 @@ from tests.e2e.faults.invariants import holdings
 from tests.e2e.faults.served import served_holdings, with_served
 from tests.e2e.k8s_emulator import pod_manifest
 from vgpu.domain import Usage
-from vgpu.domain.served_record import ServedGrant, encode_served_record
+from vgpu.domain.trust import ServedGrant, encode_served_record
 
 
 def running(name: str, uid: str, phase: str = "Running", **annotations: str) -> dict[str, object]:

@@ -25,7 +25,7 @@ from tests.e2e.faults.invariants import Witness, assert_capacity, assert_ledgers
 from tests.e2e.faults.proxy import Action, Rule
 from tests.e2e.k8s_emulator import pod_manifest
 from tests.e2e.scheduler.harness import wait_until
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION
+from vgpu.domain.trust import OCCUPANCY_ANNOTATION
 
 ALLOCATED = "hami.io/vgpu-devices-allocated"
 LATE_PATCH_DELAY = 8.0  # seconds the deposed leader's grant PATCH is held by the network

@@ -8,7 +8,7 @@ from kubernetes.client import ApiClient
 
 from tests.e2e.k8s_emulator import RunningApiServer
 from vgpu.adapters.kubernetes import ConnectionSettings, SecretGrantKeys, new_api_client
-from vgpu.domain.signing import KeyRing, SigningError
+from vgpu.domain.trust import KeyRing, SigningError
 from vgpu.ports.cluster import ClusterError
 
 SECRETS = "/api/v1/namespaces/vgpu-system/secrets"

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from vgpu.app.errors import explain, explain_lines, field_path, problems
+from vgpu.app.errors import field_path, listed_problems, one_line_problems, problems
 
 
 class Card(BaseModel):
@@ -41,7 +41,7 @@ def test_a_missing_field_shows_no_value_and_a_rule_across_fields_only_its_messag
 
 def test_the_source_and_prefix_are_added_and_long_values_cut() -> None:
     exc = error(Node, {"name": 5, "cards": "c" * 200})
-    line = explain(exc, "field ", lambda loc: f"SRC-{loc[0]}")
+    line = one_line_problems(exc, "field ", lambda loc: f"SRC-{loc[0]}")
     assert "field name: Input should be a valid string (got 5) [from SRC-name]" in line
     cards = line.split("; ")[1]
     assert cards.startswith("field cards: Input should be a valid list (got 'ccc")
@@ -58,9 +58,9 @@ def test_hidden_location_parts_are_left_out() -> None:
 
 def test_several_problems_come_one_per_line_under_the_head_and_one_on_the_head_line() -> None:
     several = error(Node, {"name": 5, "cards": [{"memory": 0}]})
-    assert explain_lines(several, "file f.yaml").splitlines() == [
+    assert listed_problems(several, "file f.yaml").splitlines() == [
         "file f.yaml:",
         "  name: Input should be a valid string (got 5)",
         "  cards[0].memory: Input should be greater than 0 (got 0)",
     ]
-    assert explain_lines(error(Node, {}), "file f.yaml") == "file f.yaml: name: Field required"
+    assert listed_problems(error(Node, {}), "file f.yaml") == "file f.yaml: name: Field required"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from celpy import celtypes
 
-from vgpu.domain.scheduler_owned import is_scheduler_owned_annotation
+from vgpu.domain.trust.scheduler_owned import is_scheduler_owned_annotation
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 POLICY_FILE = DEPLOY / "scheduler" / "admission-policy.yaml"

@@ -20,11 +20,16 @@ from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
-from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    GrantClaim,
+    KeyRing,
+    NamedSchedulers,
+    Signatures,
+)
 from vgpu.domain.vendor import NVIDIA
 from vgpu.ports.served import ServedRecordPort
 

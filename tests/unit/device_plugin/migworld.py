@@ -22,17 +22,17 @@ from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
-from vgpu.domain.grant_trust import Signatures
 from vgpu.domain.inventory import GpuInfo, SharingConfig
-from vgpu.domain.mig import MigPlacement, MigProfile
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
+    MigPlacement,
+    MigProfile,
     MigReservation,
     encode_mig_allocations,
 )
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, grant_claim
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, Signatures, grant_claim
 from vgpu.domain.vendor import NVIDIA
 
 MIG_A = "GPU-aaaaaaaa-0000-0000-0000-000000000001"

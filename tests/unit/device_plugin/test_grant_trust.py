@@ -17,7 +17,7 @@ from tests.unit.device_plugin.builders import (
     world,
 )
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
 from vgpu.domain.vendor import NVIDIA
 from vgpu.ports.kubelet import DevicePluginError
 

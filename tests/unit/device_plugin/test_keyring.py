@@ -2,7 +2,7 @@ import pytest
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.device_plugin.keyring import KeyRingCache, KeyRingUnavailable
-from vgpu.domain.signing import GrantClaim, KeyRing
+from vgpu.domain.trust import GrantClaim, KeyRing
 from vgpu.ports.cluster import ClusterError
 
 OLD = KeyRing({"2026-01": b"a" * 32})

@@ -22,15 +22,16 @@ from tests.unit.device_plugin.migworld import (
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.app.device_plugin.service import DevicePluginService
-from vgpu.domain.mig import MigInstance, MigPlacement
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
+    MigInstance,
+    MigPlacement,
     MigReservation,
     MigRuntime,
     decode_mig_allocations,
 )
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
 from vgpu.ports.gpu import MigError
 from vgpu.ports.kubelet import DevicePluginError, PreferredRequest
 

@@ -15,9 +15,10 @@ from tests.unit.device_plugin.migworld import (
     mig_world,
     reserve,
 )
-from vgpu.domain.mig import MigInstance, MigPlacement
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
+    MigInstance,
+    MigPlacement,
     MigReservation,
     MigRuntime,
     encode_mig_allocations,

@@ -10,9 +10,8 @@ import pytest
 from tests.unit.device_plugin.builders import UUID_A, UUID_B, World, scheduled_pod, world
 from vgpu.adapters.fake.served import FakeServedRecord
 from vgpu.app.device_plugin.keeper import OccupancyKeeper
-from vgpu.domain.kubelet_holdings import DeviceAssignment
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, DeviceAssignment
 from vgpu.domain.vendor import NVIDIA
 from vgpu.ports.kubelet import DevicePluginError
 

@@ -5,7 +5,7 @@ import pytest
 
 from tests.unit.domain.builders import container, manifest
 from vgpu.domain import AdmissionConfig, Budget, admit
-from vgpu.domain.scheduler_owned import is_scheduler_owned_annotation
+from vgpu.domain.trust.scheduler_owned import is_scheduler_owned_annotation
 
 CONFIG = AdmissionConfig(scheduler_name="vgpu-scheduler")
 

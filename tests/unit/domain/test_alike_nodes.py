@@ -19,10 +19,10 @@ from vgpu.domain import (
     PodPolicies,
     Policy,
     decide,
-    ledger_index,
 )
-from vgpu.domain.fullness_order import FullnessOrder
-from vgpu.domain.node_summary import Capacity
+from vgpu.domain.ledger import index
+from vgpu.domain.ledger.fullness_order import FullnessOrder
+from vgpu.domain.ledger.node_summary import Capacity
 from vgpu.domain.selectors import CardSelector
 
 
@@ -121,6 +121,6 @@ def test_a_node_event_that_changes_no_card_keeps_what_the_index_remembers(
     def refit(*_: object) -> None:
         raise AssertionError("the node was fitted again")
 
-    monkeypatch.setattr(ledger_index, "fit_pod", refit)
+    monkeypatch.setattr(index, "fit_pod", refit)
     ledger.set_node("a", [Device("GPU-a", 0, "NVIDIA L4", 10, 24000)])  # e.g. its lock changed
     assert ledger.decide(pod) == first

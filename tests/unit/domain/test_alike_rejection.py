@@ -24,7 +24,7 @@ from vgpu.domain import (
     Policy,
     fit_pod,
 )
-from vgpu.domain.alike_rejection import AlikeRejection
+from vgpu.domain.ledger.alike_rejection import AlikeRejection
 from vgpu.domain.quota import UNLIMITED
 from vgpu.domain.reasons import NodeRejection
 from vgpu.domain.selectors import CardSelector

@@ -11,10 +11,10 @@ from vgpu.domain.fragmentation import (
     Fgd,
     MilliNode,
     MilliPod,
+    MilliWorkload,
     PaperPolicy,
     RandomPlacement,
     TypicalShape,
-    Workload,
     best_fit,
     classic,
     dot_prod,
@@ -101,7 +101,7 @@ def test_placing_takes_cpu_memory_and_each_cards_share_and_notes_the_kind() -> N
 
 
 # FGD: three in four pods of the workload take half a card, one in four a whole card
-SHAPES = Workload([TypicalShape(3, 1, 500), TypicalShape(1, 1, 1000)])
+SHAPES = MilliWorkload([TypicalShape(3, 1, 500), TypicalShape(1, 1, 1000)])
 
 
 def test_fragmentation_counts_cards_too_small_for_each_shape_weighted_by_its_share() -> None:
@@ -126,7 +126,7 @@ def test_fgd_scores_the_drop_in_fragmentation_and_picks_the_card_that_strands_le
 
 
 def test_fgd_counts_a_node_short_of_cpu_for_a_shape_as_wholly_fragmented() -> None:
-    fgd_policy = Fgd(Workload([TypicalShape(1, 1, 500, cpu=4000)]))
+    fgd_policy = Fgd(MilliWorkload([TypicalShape(1, 1, 500, cpu=4000)]))
     assert fgd_policy.fragmentation(MilliNode("T4", 4000, 0, (1000, 300))) == 300
     assert fgd_policy.fragmentation(MilliNode("T4", 3999, 0, (1000, 300))) == 1300
     # taking 1 of the 4 cores strands the whole 1300: F' - F = 1000, sigma(-1.0) = 0.269
@@ -134,7 +134,7 @@ def test_fgd_counts_a_node_short_of_cpu_for_a_shape_as_wholly_fragmented() -> No
 
 
 def test_fgd_counts_shapes_pinned_to_other_models_and_cpu_shapes_as_wholly_fragmented() -> None:
-    pinned = Workload([TypicalShape(1, 1, 500, models=frozenset({"A10"})), TypicalShape(1, 0, 0)])
+    pinned = MilliWorkload([TypicalShape(1, 1, 500, models=frozenset({"A10"})), TypicalShape(1, 0, 0)])
     fgd_policy = Fgd(pinned)
     assert fgd_policy.fragmentation(MilliNode("T4", 0, 0, (1000, 300))) == 1300
     assert fgd_policy.fragmentation(MilliNode("A10", 0, 0, (1000, 300))) == (300 + 1300) / 2

@@ -4,10 +4,16 @@ import doctest
 
 import pytest
 
-from vgpu.domain import grant_trust
-from vgpu.domain.grant_trust import NamedSchedulers, Signatures, judge_grant
 from vgpu.domain.pod import Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    KeyRing,
+    NamedSchedulers,
+    Signatures,
+    grant_claim,
+    grant_trust,
+    judge_grant,
+)
 from vgpu.domain.vendor import NVIDIA
 
 RING = KeyRing({"k1": b"k" * 32})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from vgpu.domain import CodecError, decode_node_devices, decode_pod_grants
 from vgpu.domain import hostile_text as module
 from vgpu.domain.hostile_text import INT64, read_json, whole_number
-from vgpu.domain.mig_allocations import decode_mig_allocations
+from vgpu.domain.mig import decode_mig_allocations
 from vgpu.domain.topology import decode_pair_scores
 
 HUGE = "9" * 256000

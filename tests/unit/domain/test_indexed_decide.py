@@ -32,7 +32,7 @@ from vgpu.domain import (
     encode_pod_grants,
 )
 from vgpu.domain.mig import MigPlacement, MigSlot
-from vgpu.domain.mig_grants import decode_granted, mig_reservations
+from vgpu.domain.mig.grants import decode_granted, mig_reservations
 from vgpu.domain.quota import UNLIMITED
 from vgpu.domain.selectors import CardSelector
 

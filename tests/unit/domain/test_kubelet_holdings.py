@@ -3,7 +3,8 @@
 import pytest
 
 from vgpu.domain.device import MIG_MODE, Device, Usage
-from vgpu.domain.kubelet_holdings import DeviceAssignment, kubelet_holdings, replica_card
+from vgpu.domain.trust import DeviceAssignment, holdings_by_pod
+from vgpu.domain.trust.kubelet_holdings import replica_card
 
 GPU = "nvidia.com/gpu"
 A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
@@ -35,7 +36,7 @@ def assigned(uid: str, *ids: str, envs: dict[str, str] | None = None, container:
 def test_the_answer_given_is_what_is_held_card_by_card() -> None:
     answer = hami_answer((A, "3000m"), (B, "2g"), cores="25")
 
-    held = kubelet_holdings([assigned("u1", f"{A}-0", f"{B}-7", envs=answer)], GPU, CARDS)
+    held = holdings_by_pod([assigned("u1", f"{A}-0", f"{B}-7", envs=answer)], GPU, CARDS)
 
     assert held["u1"].footprint == {A: Usage(1, 3000, 25), B: Usage(1, 2048, 25)}
     assert held["u1"].guessed == ()
@@ -43,7 +44,7 @@ def test_the_answer_given_is_what_is_held_card_by_card() -> None:
 
 def test_the_answer_counts_even_when_the_kubelet_chose_replicas_of_another_card() -> None:
     # HAMi serves the cards of the grant, whatever replica ids the kubelet picked
-    held = kubelet_holdings([assigned("u1", f"{B}-2", envs=hami_answer((A, "3000m")))], GPU, CARDS)
+    held = holdings_by_pod([assigned("u1", f"{B}-2", envs=hami_answer((A, "3000m")))], GPU, CARDS)
 
     assert held["u1"].footprint == {A: Usage(1, 3000, 30)}
 
@@ -56,7 +57,7 @@ def test_containers_of_one_pod_add_up_and_other_resources_are_left_out() -> None
         assigned("u2", f"{A}-3", envs=hami_answer((A, "4000m")), resource="nvidia.com/other"),
     ]
 
-    held = kubelet_holdings(entries, GPU, CARDS)
+    held = holdings_by_pod(entries, GPU, CARDS)
 
     assert held.keys() == {"u1"}
     assert held["u1"].footprint == {A: Usage(2, 3000, 60)}
@@ -76,7 +77,7 @@ def test_containers_of_one_pod_add_up_and_other_resources_are_left_out() -> None
 def test_an_answer_that_does_not_read_counts_every_named_card_whole(
     envs: dict[str, str] | None, why: str
 ) -> None:
-    held = kubelet_holdings([assigned("u1", f"{A}-4", envs=envs)], GPU, CARDS)["u1"]
+    held = holdings_by_pod([assigned("u1", f"{A}-4", envs=envs)], GPU, CARDS)["u1"]
 
     assert held.footprint == {A: WHOLE_A}
     (guess,) = held.guessed
@@ -85,7 +86,7 @@ def test_an_answer_that_does_not_read_counts_every_named_card_whole(
 
 
 def test_ids_that_name_no_card_here_count_nothing_but_say_so() -> None:
-    held = kubelet_holdings([assigned("u1", "GPU-elsewhere-1")], GPU, CARDS)["u1"]
+    held = holdings_by_pod([assigned("u1", "GPU-elsewhere-1")], GPU, CARDS)["u1"]
 
     assert held.footprint == {}
     assert "device ids name no GPU of this node" in held.guessed[0]
@@ -94,7 +95,7 @@ def test_ids_that_name_no_card_here_count_nothing_but_say_so() -> None:
 def test_memory_suffixes_and_fallbacks_follow_hami_core() -> None:
     def memory(envs: dict[str, str]) -> int:
         base = {"NVIDIA_VISIBLE_DEVICES": A, "CUDA_DEVICE_SM_LIMIT": "0", **envs}
-        return kubelet_holdings([assigned("u", f"{A}-0", envs=base)], GPU, CARDS)["u"].footprint[A].memory
+        return holdings_by_pod([assigned("u", f"{A}-0", envs=base)], GPU, CARDS)["u"].footprint[A].memory
 
     assert memory({"CUDA_DEVICE_MEMORY_LIMIT_0": "1024k"}) == 1
     assert memory({"CUDA_DEVICE_MEMORY_LIMIT_0": "1048577"}) == 2  # bytes, rounded up
@@ -106,7 +107,7 @@ def test_memory_suffixes_and_fallbacks_follow_hami_core() -> None:
 def test_no_sm_limit_means_the_whole_cards_cores() -> None:
     envs = {"NVIDIA_VISIBLE_DEVICES": A, "CUDA_DEVICE_MEMORY_LIMIT_0": "1000m"}
 
-    held = kubelet_holdings([assigned("u", f"{A}-0", envs=envs)], GPU, CARDS)["u"]
+    held = holdings_by_pod([assigned("u", f"{A}-0", envs=envs)], GPU, CARDS)["u"]
 
     assert held.footprint == {A: Usage(1, 1000, 100)}
 
@@ -121,6 +122,6 @@ def test_a_device_id_that_is_a_card_itself_names_that_card() -> None:
     digits = "GPU-0fc3eda5-e98b-a25b-5b0d-123456789012"
     cards = {digits: Device(digits, 0, "NVIDIA", count=10, memory=1000)}
 
-    held = kubelet_holdings([assigned("u", digits)], GPU, cards)["u"]
+    held = holdings_by_pod([assigned("u", digits)], GPU, cards)["u"]
 
     assert held.footprint == {digits: Usage(10, 1000, 100, (1 << 64) - 1)}

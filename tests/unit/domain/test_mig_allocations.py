@@ -3,8 +3,8 @@
 import pytest
 
 from vgpu.domain.errors import CodecError
-from vgpu.domain.mig import MigPlacement
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
+    MigPlacement,
     MigReservation,
     MigRuntime,
     decode_mig_allocations,

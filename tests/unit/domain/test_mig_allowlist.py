@@ -3,10 +3,11 @@ publishes under it."""
 
 import pytest
 
-from vgpu.domain.mig import MigPlacement, MigProfile
-from vgpu.domain.mig_allowlist import (
+from vgpu.domain.mig import (
     AllowlistError,
     MigAllowlistEntry,
+    MigPlacement,
+    MigProfile,
     allowlisted_profiles,
     check_allowlist,
 )

@@ -3,18 +3,19 @@
 
 import pytest
 
-from vgpu.domain.mig import MigInstance, MigPlacement
-from vgpu.domain.mig_allocations import MigReservation, MigRuntime
-from vgpu.domain.mig_lifecycle import (
+from vgpu.domain.mig import (
     Managed,
+    MigInstance,
+    MigPlacement,
+    MigReservation,
     MigReservationError,
+    MigRuntime,
     PodReservation,
-    instance_key,
     plan_placement,
-    reservation_key,
     start_plan,
     to_release,
 )
+from vgpu.domain.mig.lifecycle import instance_key, reservation_key
 
 GPU = "GPU-a"
 FULL = MigPlacement(0, 8)

@@ -31,12 +31,8 @@ from vgpu.domain import (
 )
 from vgpu.domain import grant as grant_module
 from vgpu.domain.errors import CodecError
-from vgpu.domain.mig_allocations import (
-    MIG_ALLOCATIONS_ANNOTATION,
-    MigReservation,
-    encode_mig_allocations,
-)
-from vgpu.domain.mig_grants import decode_granted, mig_reservations
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, MigReservation, encode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted, mig_reservations
 from vgpu.domain.vendor import NVIDIA
 
 MIG = {NVIDIA.mode_annotation: "mig"}

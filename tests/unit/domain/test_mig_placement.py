@@ -25,17 +25,13 @@ from vgpu.domain import (
     decide,
     fit_pod,
     initrelease,
-    mig,
-    mig_allocations,
     mig_choice,
-    mig_fit,
-    mig_grants,
     plan_pod,
 )
 from vgpu.domain.errors import CodecError
 from vgpu.domain.fit import NodeFit
 from vgpu.domain.initrelease import InitProgress, pod_hold
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, allocations, choice, grants, profiles
 from vgpu.domain.vendor import NVIDIA
 
 MIG = {NVIDIA.mode_annotation: "mig"}
@@ -275,7 +271,7 @@ def test_a_rebuilt_instance_on_a_card_no_longer_in_mig_mode_still_counts() -> No
     assert ledger.usage("n", "GPU-mig").slices == 1
 
 
-@pytest.mark.parametrize("module", [mig, mig_fit, mig_grants, mig_allocations, initrelease])
+@pytest.mark.parametrize("module", [profiles, choice, grants, allocations, initrelease])
 def test_docstring_examples_hold(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

@@ -4,11 +4,18 @@ import doctest
 
 import pytest
 
-from vgpu.domain import occupancy
-from vgpu.domain.grant_trust import NamedSchedulers, Signatures
-from vgpu.domain.occupancy import Basis, holds_gpus, judge_occupancy
 from vgpu.domain.pod import Container, Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    Basis,
+    KeyRing,
+    NamedSchedulers,
+    Signatures,
+    grant_claim,
+    judge_occupancy,
+    occupancy,
+)
+from vgpu.domain.trust.occupancy import holds_gpus
 from vgpu.domain.vendor import NVIDIA, Vendor
 
 RING = KeyRing({"k1": b"k" * 32})

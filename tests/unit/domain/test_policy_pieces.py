@@ -15,7 +15,6 @@ from vgpu.domain import (
     Usage,
     codec,
     fit,
-    mig_geometry,
     node_health,
     node_score,
     nodelock,
@@ -26,6 +25,7 @@ from vgpu.domain import (
     scoring_weights,
     topology,
 )
+from vgpu.domain.mig import geometry
 
 
 def test_node_score_before_and_after_a_placement() -> None:
@@ -64,7 +64,7 @@ def test_which_policy_applies_to_a_pod() -> None:
     [
         codec,
         fit,
-        mig_geometry,
+        geometry,
         node_health,
         nodelock,
         policy,

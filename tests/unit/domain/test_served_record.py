@@ -5,11 +5,10 @@ import json
 import pytest
 
 from vgpu.domain.device import Usage
-from vgpu.domain.mig import MigPlacement
-from vgpu.domain.mig_allocations import MigReservation, encode_mig_allocations
-from vgpu.domain.served_record import (
-    RecordFormatError,
+from vgpu.domain.mig import MigPlacement, MigReservation, encode_mig_allocations
+from vgpu.domain.trust import (
     ServedGrant,
+    ServedRecordError,
     decode_served_record,
     encode_served_record,
 )
@@ -61,7 +60,7 @@ def test_init_containers_count_at_their_peak_in_the_footprint() -> None:
     ],
 )
 def test_a_damaged_record_is_refused_naming_what_is_wrong(text: str, named: str) -> None:
-    with pytest.raises(RecordFormatError, match=named):
+    with pytest.raises(ServedRecordError, match=named):
         decode_served_record(text)
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from vgpu.domain.signing import GrantClaim, KeyRing, SigningError, grant_claim
+from vgpu.domain.trust import GrantClaim, KeyRing, SigningError, grant_claim
 from vgpu.domain.vendor import NVIDIA
 
 KEY_A = b"a" * 32

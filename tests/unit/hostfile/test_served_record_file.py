@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from vgpu.adapters.hostfile import JsonServedRecord
-from vgpu.domain.served_record import ServedGrant
+from vgpu.domain.trust import ServedGrant
 from vgpu.ports.served import RecordCorrupt, RecordError
 
 GRANT = ServedGrant("u1", "default/a", "GPU-a,NVIDIA,3000,30:;", served_at="2026-01-01T00:00:00Z")

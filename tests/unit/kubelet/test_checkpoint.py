@@ -10,7 +10,7 @@ import pytest
 
 from vgpu.adapters.kubelet.checkpoint import KubeletCheckpoint
 from vgpu.adapters.kubelet.generated import api_pb2 as pb
-from vgpu.domain.kubelet_holdings import DeviceAssignment
+from vgpu.domain.trust import DeviceAssignment
 from vgpu.ports.kubelet import CheckpointUnreadable
 
 A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"

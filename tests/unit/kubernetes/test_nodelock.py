@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vgpu.adapters.kubernetes.nodelock import NodeLocker, Verdict, judge_lock
+from vgpu.adapters.kubernetes.nodelock import LockVerdict, NodeLocker, judge_lock
 from vgpu.ports.cluster import Conflict, NotFound
 
 NOW = datetime(2026, 8, 21, 6, 20, 39, tzinfo=UTC)
@@ -29,22 +29,22 @@ def _alive(*pods: str) -> Any:
 @pytest.mark.parametrize(
     ("value", "alive", "verdict"),
     [
-        (None, (), Verdict.FREE),
-        ("2026-08-21T06:20:00Z,ns,me", (), Verdict.OURS),
-        ("2026-08-21T06:20:00Z,ns,other", ("ns/other",), Verdict.HELD),
-        ("2026-08-21T14:20:00+08:00,ns,other", ("ns/other",), Verdict.HELD),
-        ("2026-08-21T06:20:00Z,ns,other", (), Verdict.ORPHANED),
-        ("2026-08-21T06:10:00Z,ns,other", ("ns/other",), Verdict.EXPIRED),
-        ("2026-08-21T06:20:00Z", (), Verdict.HELD),  # legacy bare time: no owner to ask about
-        ("yesterday,ns,other", ("ns/other",), Verdict.MALFORMED),
-        ("2026-08-21T06:21:39Z,ns,other", ("ns/other",), Verdict.HELD),  # 60 s ahead: skew
-        ("2026-08-21T06:21:40Z,ns,other", ("ns/other",), Verdict.FUTURE),  # 61 s ahead
-        ("2099-01-01T00:00:00Z", (), Verdict.FUTURE),  # would block the node for decades
+        (None, (), LockVerdict.FREE),
+        ("2026-08-21T06:20:00Z,ns,me", (), LockVerdict.OURS),
+        ("2026-08-21T06:20:00Z,ns,other", ("ns/other",), LockVerdict.HELD),
+        ("2026-08-21T14:20:00+08:00,ns,other", ("ns/other",), LockVerdict.HELD),
+        ("2026-08-21T06:20:00Z,ns,other", (), LockVerdict.ORPHANED),
+        ("2026-08-21T06:10:00Z,ns,other", ("ns/other",), LockVerdict.EXPIRED),
+        ("2026-08-21T06:20:00Z", (), LockVerdict.HELD),  # legacy bare time: no owner to ask about
+        ("yesterday,ns,other", ("ns/other",), LockVerdict.MALFORMED),
+        ("2026-08-21T06:21:39Z,ns,other", ("ns/other",), LockVerdict.HELD),  # 60 s ahead: skew
+        ("2026-08-21T06:21:40Z,ns,other", ("ns/other",), LockVerdict.FUTURE),  # 61 s ahead
+        ("2099-01-01T00:00:00Z", (), LockVerdict.FUTURE),  # would block the node for decades
     ],
 )
-def test_who_may_take_the_lock(value: str | None, alive: tuple[str, ...], verdict: Verdict) -> None:
+def test_who_may_take_the_lock(value: str | None, alive: tuple[str, ...], verdict: LockVerdict) -> None:
     assert judge_lock(value, "ns", "me", NOW, EXPIRY, _alive(*alive)).verdict is verdict
-    assert verdict.may_take is (verdict is not Verdict.HELD)
+    assert verdict.may_take is (verdict is not LockVerdict.HELD)
 
 
 def test_the_owner_is_looked_up_only_for_an_unexpired_foreign_lock() -> None:

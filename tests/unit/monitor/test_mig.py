@@ -9,7 +9,7 @@ import pytest
 from tests.unit.monitor.scrape import key, parse, series
 from vgpu.adapters.fake.accounting import FakeAccounting
 from vgpu.app.monitor.metrics import MonitorMetrics, MonitorSources
-from vgpu.app.monitor.mig import MigInstance, realized_instances
+from vgpu.app.monitor.mig import ContainerMigDevice, realized_instances
 from vgpu.domain.pod import Container, Pod
 from vgpu.ports.gpu import GpuUsage
 
@@ -49,7 +49,7 @@ def _pod(entries: Any, labels: dict[str, str] | None = None) -> Pod:
 
 def test_only_realized_entries_count_and_containers_count_init_first() -> None:
     assert realized_instances(_pod([REALIZED, PENDING])) == [
-        MigInstance("server", 0, PARENT, "1g.10gb", REALIZED["migUUID"], 9, 0)
+        ContainerMigDevice("server", 0, PARENT, "1g.10gb", REALIZED["migUUID"], 9, 0)
     ]
 
 

@@ -21,7 +21,7 @@ from vgpu.app.scheduler.runtime import SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import NVIDIA, ClusterNode, Device, Usage, encode_node_devices, pod_from_manifest
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
 
 # The seeds' node: two NVIDIA A40 cards, 46068 MiB each, split 10.
 A40_UUIDS = ("GPU-03f69c50-207a-2038-9b45-23cac89cb67d", "GPU-1afede84-4e70-2174-49af-f07ebb94d1ae")

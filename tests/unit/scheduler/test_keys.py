@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from tests.unit.scheduler.builders import A40_UUIDS, KEYS, a40_node, manifest, signed, world
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
-from vgpu.domain.signing import GrantClaim, KeyRing
+from vgpu.domain.trust import GrantClaim, KeyRing
 
 NOW = datetime(2026, 11, 26, 5, 30, 12, tzinfo=UTC)
 CLAIM = GrantClaim("uid", "node1", "1750000000", "GPU-a,NVIDIA,1000,0:;")

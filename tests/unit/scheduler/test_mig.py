@@ -7,12 +7,8 @@ import pytest
 
 from tests.unit.scheduler.builders import a40_node, manifest, mig_node, signed, world
 from vgpu.domain import NVIDIA, MigPlacement, Usage
-from vgpu.domain.mig_allocations import (
-    MIG_ALLOCATIONS_ANNOTATION,
-    MigReservation,
-    decode_mig_allocations,
-)
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, MigReservation, decode_mig_allocations
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
 
 MIG = {NVIDIA.mode_annotation: "mig"}
 CARD = "GPU-node1-mig0"

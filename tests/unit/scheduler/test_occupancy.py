@@ -21,7 +21,8 @@ from tests.unit.scheduler.builders import (
     world,
 )
 from vgpu.domain import Usage
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION, RecordEntry, encode_record
+from vgpu.domain.trust import OCCUPANCY_ANNOTATION, OccupancyEntry
+from vgpu.domain.trust.occupancy_record import encode_occupancy_record
 
 EDITS = {
     "signature garbled": {"vgpu.io/grant-signature": "k20260101t0000:garbled"},
@@ -176,8 +177,8 @@ def test_an_entry_that_does_not_decode_is_skipped_and_the_pod_counted_as_first_s
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     w = one_card()
-    bad = RecordEntry("default/h", "1750000000", f"{CARD},NVIDIA,lots,0:;")
-    w.cluster.patch_node_annotations("node1", {OCCUPANCY_ANNOTATION: encode_record({"uid-h": bad})})
+    bad = OccupancyEntry("default/h", "1750000000", f"{CARD},NVIDIA,lots,0:;")
+    w.cluster.patch_node_annotations("node1", {OCCUPANCY_ANNOTATION: encode_occupancy_record({"uid-h": bad})})
     with caplog.at_level(logging.WARNING):
         w.add_pod(hami_pod("h", 8000))
         w.cluster.patch_pod_annotations("default", "h", {"unrelated": "x"})
@@ -189,8 +190,8 @@ def test_a_node_record_with_no_room_left_leaves_the_pod_out_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     w = one_card()
-    filler = {f"u{i}": RecordEntry(f"default/x{i}", "1", "G" * 2000) for i in range(66)}
-    w.cluster.patch_node_annotations("node1", {OCCUPANCY_ANNOTATION: encode_record(filler)})
+    filler = {f"u{i}": OccupancyEntry(f"default/x{i}", "1", "G" * 2000) for i in range(66)}
+    w.cluster.patch_node_annotations("node1", {OCCUPANCY_ANNOTATION: encode_occupancy_record(filler)})
     w.add_pod(hami_pod("h", 8000))
     with caplog.at_level(logging.WARNING):
         assert w.recorder.record_now() == 0  # nothing could be added: nothing written

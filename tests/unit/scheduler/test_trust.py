@@ -7,7 +7,7 @@ import pytest
 
 from tests.unit.scheduler.builders import A40_UUIDS, KEYS, a40_node, manifest, signed, world
 from vgpu.domain import Usage
-from vgpu.domain.signing import GrantClaim, KeyRing
+from vgpu.domain.trust import GrantClaim, KeyRing
 
 OTHER_KEYS = KeyRing({"k20260101t0000": b"another-cluster".ljust(32, b"y")})
 CARD = A40_UUIDS[0]

@@ -22,7 +22,7 @@ from vgpu.domain import (
     plan_pod,
     pod_from_manifest,
 )
-from vgpu.domain.fragmentation import MILLI, Fgd, MilliNode, MilliPod, TypicalShape, Workload
+from vgpu.domain.fragmentation import MILLI, Fgd, MilliNode, MilliPod, MilliWorkload, TypicalShape
 from vgpu.domain.fragmentation.cards import CardShape, CardWorkload
 
 MODELS = ["T4", "V100M32"]
@@ -65,7 +65,7 @@ def replay_side(
         MilliNode(model, 0, 0, tuple(0 if c is None else MILLI - 10 * sum(c) for c in cards))
         for model, cards in cluster
     ]
-    typical = Workload(
+    typical = MilliWorkload(
         [
             TypicalShape(n, gpus, 10 * pct, models=frozenset({m} if m else ()))
             for (gpus, pct, m), n in workload

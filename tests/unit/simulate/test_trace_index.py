@@ -8,11 +8,11 @@ from vgpu.app.simulate.trace.index import NodeIndex
 from vgpu.domain.fragmentation import (
     MilliNode,
     MilliPod,
+    MilliWorkload,
     PaperPolicy,
     RandomPlacement,
     Scored,
     TypicalShape,
-    Workload,
     fits,
     placement_policy,
 )
@@ -56,7 +56,7 @@ def asking_every_node(
     return min(feasible, key=lambda i: (-policy.score(nodes[i], pod), ranks[i]))
 
 
-WORKLOAD = Workload(
+WORKLOAD = MilliWorkload(
     [TypicalShape(5, 1, 500), TypicalShape(3, 1, 1000), TypicalShape(2, 2, 1000, 4000)]
 )
 

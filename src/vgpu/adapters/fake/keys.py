@@ -2,7 +2,7 @@
 
 import threading
 
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 
 
 class FakeGrantKeys:

@@ -3,7 +3,7 @@ KubeletCheckpointPort without a file."""
 
 from collections.abc import Sequence
 
-from vgpu.domain.kubelet_holdings import DeviceAssignment
+from vgpu.domain.trust import DeviceAssignment
 from vgpu.ports.kubelet import (
     CheckpointUnreadable,
     ContainerResponse,

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from vgpu.domain.served_record import ServedGrant
+from vgpu.domain.trust import ServedGrant
 from vgpu.ports.served import RecordCorrupt, RecordError
 
 

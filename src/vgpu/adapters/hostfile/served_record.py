@@ -10,9 +10,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vgpu.domain.served_record import (
-    RecordFormatError,
+from vgpu.domain.trust import (
     ServedGrant,
+    ServedRecordError,
     decode_served_record,
     encode_served_record,
 )
@@ -44,7 +44,7 @@ class JsonServedRecord:
             raise RecordError(f"cannot read served record {self._path}: {_why(exc)}") from None
         try:
             return decode_served_record(text)[1]
-        except RecordFormatError as exc:
+        except ServedRecordError as exc:
             raise RecordCorrupt(f"served record {self._path} does not read: {exc}") from None
 
     def save(self, node: str, grants: Sequence[ServedGrant]) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from vgpu.adapters.kubelet.generated import api_pb2 as pb
-from vgpu.domain.kubelet_holdings import DeviceAssignment
+from vgpu.domain.trust import DeviceAssignment
 from vgpu.ports.kubelet import CheckpointUnreadable
 
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"

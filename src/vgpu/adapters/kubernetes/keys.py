@@ -7,7 +7,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from vgpu.adapters.kubernetes.api import KubeApi, namespaced, object_path
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 from vgpu.ports.cluster import ClusterError, Conflict, NotFound
 
 

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 DEFAULT_CONFLICT_WAIT_S = 5.0
 
 
-class Verdict(Enum):
+class LockVerdict(Enum):
     FREE = "free"  # no lock on the node
     OURS = "ours"  # the pod already holds it
     EXPIRED = "expired"  # older than the expiry
@@ -42,12 +42,12 @@ class Verdict(Enum):
 
     @property
     def may_take(self) -> bool:
-        return self is not Verdict.HELD
+        return self is not LockVerdict.HELD
 
 
 @dataclass(frozen=True, slots=True)
 class LockState:
-    verdict: Verdict
+    verdict: LockVerdict
     lock: NodeLock | None = None
 
 
@@ -65,20 +65,20 @@ def judge_lock(
     `owner_exists` is asked only when the lock is neither ours, expired nor future-dated.
     """
     if value is None:
-        return LockState(Verdict.FREE)
+        return LockState(LockVerdict.FREE)
     try:
         lock = parse_node_lock(value)
     except DomainError:
-        return LockState(Verdict.MALFORMED)
+        return LockState(LockVerdict.MALFORMED)
     if lock.owned_by(namespace, pod):
-        return LockState(Verdict.OURS, lock)
+        return LockState(LockVerdict.OURS, lock)
     if lock.expired(now, expiry):
-        return LockState(Verdict.EXPIRED, lock)
+        return LockState(LockVerdict.EXPIRED, lock)
     if lock.from_the_future(now, skew):
-        return LockState(Verdict.FUTURE, lock)
+        return LockState(LockVerdict.FUTURE, lock)
     if lock.pod and not owner_exists(lock.namespace, lock.pod):
-        return LockState(Verdict.ORPHANED, lock)
-    return LockState(Verdict.HELD, lock)
+        return LockState(LockVerdict.ORPHANED, lock)
+    return LockState(LockVerdict.HELD, lock)
 
 
 class NodeLocker:
@@ -153,9 +153,9 @@ class NodeLocker:
                     f"since {state.lock.taken_at.isoformat()}"
                 )
             extra = dict(also(annotations)) if also is not None else {}
-            if state.verdict is Verdict.OURS and not extra:
+            if state.verdict is LockVerdict.OURS and not extra:
                 return manifest
-            if state.verdict not in (Verdict.FREE, Verdict.OURS):
+            if state.verdict not in (LockVerdict.FREE, LockVerdict.OURS):
                 log.info(
                     "node %s: replacing %s lock %r for pod %s/%s",
                     node,
@@ -164,7 +164,7 @@ class NodeLocker:
                     namespace,
                     pod,
                 )
-            if state.verdict is not Verdict.OURS:
+            if state.verdict is not LockVerdict.OURS:
                 extra[NODE_LOCK_ANNOTATION] = NodeLock(now, namespace, pod).encode()
             try:
                 return self._api.merge_patch(path, annotation_patch(meta, extra))

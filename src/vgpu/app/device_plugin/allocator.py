@@ -35,18 +35,18 @@ from vgpu.domain.codec import encode_pod_grants
 from vgpu.domain.device import MIG_MODE
 from vgpu.domain.errors import DomainError, RequestError
 from vgpu.domain.grant import ContainerGrant, PodGrants
-from vgpu.domain.mig import MigInstance
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
+    MigInstance,
     MigReservation,
     MigRuntime,
+    container_reservations,
     decode_mig_allocations,
     encode_mig_allocations,
 )
-from vgpu.domain.mig_lifecycle import container_reservations
 from vgpu.domain.pod import Container, Pod
 from vgpu.domain.request import parse_request
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust import GrantClaim
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, Vendor
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict
 from vgpu.ports.gpu import GpuUnavailable, MigError

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
 from vgpu.app.settings import ResourceName, Takeover, VendorWord, load_settings
-from vgpu.domain.mig_allowlist import AllowlistError, MigAllowlistEntry, check_allowlist
+from vgpu.domain.mig import AllowlistError, MigAllowlistEntry, check_allowlist
 
 __all__ = [
     "NODE_NAME_ENV",

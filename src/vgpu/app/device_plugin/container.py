@@ -33,10 +33,9 @@ from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
 from vgpu.app.scheduler.fake_mode import sign_listed_grants
 from vgpu.app.scheduler.keys import new_key_ring
 from vgpu.domain.allocation import AllocationConfig
-from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo
-from vgpu.domain.mig import MigProfile
-from vgpu.domain.mig_allowlist import MigAllowlistEntry, allowlisted_profiles
+from vgpu.domain.mig import MigAllowlistEntry, MigProfile, allowlisted_profiles
+from vgpu.domain.trust import NamedSchedulers, Signatures
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.gpu import GpuPort, GpuUnavailable, MigError, MigPort

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from vgpu.domain.signing import GrantClaim, KeyRing, SigningError
+from vgpu.domain.trust import GrantClaim, KeyRing, SigningError
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.keys import GrantKeyPort
 

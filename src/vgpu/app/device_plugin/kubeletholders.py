@@ -1,5 +1,5 @@
 """The pods the kubelet's device checkpoint says hold this plugin's resource (see
-`vgpu.domain.kubelet_holdings` for how their slices are read), for the node ledger.
+`vgpu.domain.trust.kubelet_holdings` for how their slices are read), for the node ledger.
 
 The checkpoint is read on every call (the adapter re-parses it only when the file changed) and
 the holdings recomputed only when it returned new entries. An unreadable checkpoint is logged
@@ -13,8 +13,8 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from vgpu.app.device_plugin.gpustate import GpuState
-from vgpu.domain.kubelet_holdings import DeviceAssignment, KubeletHolding, kubelet_holdings
 from vgpu.domain.pod import Pod
+from vgpu.domain.trust import DeviceAssignment, KubeletHolding, holdings_by_pod
 from vgpu.ports.kubelet import CheckpointUnreadable, KubeletCheckpointPort
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,6 @@ class KubeletHolders:
         if self._read is not None and self._read[0] is assignments:
             return self._read[1]
         cards = {uuid: card for uuid in self._gpus.uuids() if (card := self._gpus.card(uuid))}
-        held = kubelet_holdings(assignments, self._resource, cards)
+        held = holdings_by_pod(assignments, self._resource, cards)
         self._read = (assignments, held)
         return held

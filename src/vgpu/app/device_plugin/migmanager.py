@@ -5,7 +5,7 @@ Pod annotations are the truth (docs/protocol.md#mig-instance-lifecycle): the res
 desired, where the pod's grant is trusted (`trust.NodeGrantTrust`: signed, reservations included).
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
 adopt it at start, or stall the release of every instance on the node with unreadable text.
-The rules live in `vgpu.domain.mig_lifecycle`; this class applies them through the MIG port,
+The rules live in `vgpu.domain.mig.lifecycle`; this class applies them through the MIG port,
 one step at a time under one lock:
 
 - `start`: adopt the instances that active pods record with their full runtime identity, and
@@ -29,18 +29,16 @@ from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.keyring import KeyRingUnavailable
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.errors import CodecError
-from vgpu.domain.mig import MigInstance
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
-    MigReservation,
-    decode_mig_allocations,
-)
-from vgpu.domain.mig_lifecycle import (
     Managed,
+    MigInstance,
     MigKey,
+    MigReservation,
     MigReservationError,
     PodReservation,
-    describe,
+    decode_mig_allocations,
+    describe_instance,
     plan_placement,
     start_plan,
     to_release,
@@ -196,13 +194,13 @@ class MigManager:
                 "pod %s records MIG instance %s at %s, which does not exist (any more)",
                 wanted.pod,
                 reservation.runtime.mig_uuid if reservation.runtime else "?",
-                describe(reservation.gpu_uuid, reservation.profile, reservation.placement),
+                describe_instance(reservation.gpu_uuid, reservation.profile, reservation.placement),
             )
         for instance in plan.kept:
             log.warning(
                 "MIG instance %s (%s) belongs to no pod but its GPU serves pods: left alone",
                 instance.mig_uuid,
-                describe(instance.gpu_uuid, instance.profile, instance.placement),
+                describe_instance(instance.gpu_uuid, instance.profile, instance.placement),
             )
         for instance in plan.strays:
             self._destroy(instance, "no pod on this node uses its GPU", None)
@@ -230,7 +228,7 @@ class MigManager:
             instance.mig_uuid,
             how,
             entry.pod,
-            describe(instance.gpu_uuid, instance.profile, instance.placement),
+            describe_instance(instance.gpu_uuid, instance.profile, instance.placement),
             instance.gpu_instance_id,
             instance.compute_instance_id,
         )
@@ -238,7 +236,7 @@ class MigManager:
     def _destroy(self, instance: MigInstance, why: str, pod: str | None) -> bool:
         """Destroy one instance (logged either way); False when the port refused."""
         what = f"MIG instance {instance.mig_uuid}" + (f" of pod {pod}" if pod else "")
-        where = describe(instance.gpu_uuid, instance.profile, instance.placement)
+        where = describe_instance(instance.gpu_uuid, instance.profile, instance.placement)
         try:
             self._port.destroy_mig_instance(instance)
         except (MigError, GpuUnavailable) as exc:

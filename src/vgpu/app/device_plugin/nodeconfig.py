@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.app.device_plugin.config import DevicePluginConfig
-from vgpu.app.errors import ConfigError, explain
+from vgpu.app.errors import ConfigError, one_line_problems
 from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain.inventory import GpuInfo, SharingConfig
 
@@ -105,7 +105,7 @@ def _entries_for(path: Path, node: str) -> list[_NodeEntry]:
     try:
         parsed = _NodeConfigFile.model_validate(read_yaml_mapping(path, what))
     except ValidationError as exc:
-        raise ConfigError(f"{what} {path}: {explain(exc)}") from None
+        raise ConfigError(f"{what} {path}: {one_line_problems(exc)}") from None
     fallback = [e for e in parsed.nodeconfig if e.name == FALLBACK_NAME]
     named = [e for e in parsed.nodeconfig if e.name == node]
     if not fallback and not named:

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field, replace
 from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
 from vgpu.domain.errors import CodecError, DomainError
 from vgpu.domain.grant import ContainerGrant, PodGrants
-from vgpu.domain.grant_trust import GrantVerdict
 from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.nodelock import parse_node_lock
 from vgpu.domain.pod import Pod
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust import GrantClaim, GrantVerdict
 from vgpu.domain.vendor import (
     BIND_PHASE_ANNOTATION,
     BIND_TIME_ANNOTATION,

@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 
 from vgpu.domain.device import Usage
 from vgpu.domain.pod import Pod
-from vgpu.domain.served_record import ServedGrant
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust import GrantClaim, ServedGrant
 from vgpu.ports.served import RecordCorrupt, ServedRecordPort
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Whether a pod's grant came from the scheduler, so that the plugin may serve it: the domain's
-rule (`vgpu.domain.grant_trust`) as the plugin of one node applies it.
+rule (`vgpu.domain.trust.grant_trust`) as the plugin of one node applies it.
 
 With signing on, the signature must verify with the key ring the plugin reads from the
 scheduler's Secret; with signing off (HAMi's scheduler, which does not sign), the pod must name
@@ -10,9 +10,9 @@ apart by `hami.io/vgpu-mig-allocations`).
 
 from vgpu.domain.codec import decode_pod_grants
 from vgpu.domain.grant import PodGrants
-from vgpu.domain.grant_trust import GrantVerdict, NamedSchedulers, Signatures, judge_grant
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
 from vgpu.domain.pod import Pod
+from vgpu.domain.trust import GrantVerdict, NamedSchedulers, Signatures, judge_grant
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from vgpu.app.monitor.metrics import CONTENT_TYPE
+from vgpu.app.exposition import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 

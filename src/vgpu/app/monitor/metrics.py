@@ -15,8 +15,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from vgpu.app.exposition import ZONE
 from vgpu.app.monitor.figures import DeviceFigures, device_figures, last_kernel_age
-from vgpu.app.monitor.mig import MigInstance, realized_instances
+from vgpu.app.monitor.mig import ContainerMigDevice, realized_instances
 from vgpu.app.monitor.pods import Owner, Owners
 from vgpu.domain.pod import Pod
 from vgpu.ports.accounting import AccountingPort, RegionUnavailable
@@ -25,8 +26,6 @@ from vgpu.ports.gpu import GpuPort, GpuUnavailable, GpuUsage
 
 log = logging.getLogger(__name__)
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-ZONE = "vGPU"
 _HOST = ["node", "device_index", "device_uuid", "device_type"]
 _LEGACY_HOST = ["nodeid", "deviceidx", "deviceuuid", "devicetype"]
 _CTR = ["namespace", "pod", "container", "vdevice_index", "device_uuid"]
@@ -223,7 +222,7 @@ class _ContainerFamilies:
         self.legacy_desc.add_metric([*labels[:-1], *kinds, ZONE], device.used)
         self.legacy_utilization.add_metric(labels, device.utilization)
 
-    def add_mig(self, pod: Pod, instance: MigInstance) -> None:
+    def add_mig(self, pod: Pod, instance: ContainerMigDevice) -> None:
         labels = [
             pod.namespace,
             pod.name,

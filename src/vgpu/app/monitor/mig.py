@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from vgpu.domain.errors import CodecError
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
     MigReservation,
     MigRuntime,
@@ -23,7 +23,9 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class MigInstance:
+class ContainerMigDevice:
+    """A MIG device of one of the pod's containers, as the device plugin realized it."""
+
     container: str
     device_index: int
     gpu_uuid: str
@@ -33,9 +35,9 @@ class MigInstance:
     compute_instance: int
 
 
-def realized_instances(pod: Pod) -> list[MigInstance]:
+def realized_instances(pod: Pod) -> list[ContainerMigDevice]:
     """The pod's realized MIG instances; an annotation that does not read by HAMi's rules
-    (`vgpu.domain.mig_allocations`) is logged and gives none, as HAMi's monitor skips it."""
+    (`vgpu.domain.mig.allocations`) is logged and gives none, as HAMi's monitor skips it."""
     try:
         reservations = decode_mig_allocations(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""))
         return [
@@ -48,11 +50,11 @@ def realized_instances(pod: Pod) -> list[MigInstance]:
         return []
 
 
-def _instance(pod: Pod, reservation: MigReservation, runtime: MigRuntime) -> MigInstance:
+def _instance(pod: Pod, reservation: MigReservation, runtime: MigRuntime) -> ContainerMigDevice:
     index = reservation.container_index
     if index >= len(pod.containers):
         raise ValueError(f"containerIndex {index} names no container of the pod")
-    return MigInstance(
+    return ContainerMigDevice(
         container=pod.containers[index].name,
         device_index=reservation.device_index,
         gpu_uuid=reservation.gpu_uuid,

@@ -11,9 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vgpu.domain.pod import Pod
+from vgpu.domain.vendor import ASSIGNED_NODE_LABEL
 from vgpu.ports.accounting import CacheDir
-
-VGPU_NODE_LABEL = "hami.io/vgpu-node"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +27,7 @@ class Owners:
 
     def __init__(self, pods: Iterable[Pod], node: str) -> None:
         self._pods = {
-            pod.uid: pod for pod in pods if pod.uid and pod.labels.get(VGPU_NODE_LABEL) == node
+            pod.uid: pod for pod in pods if pod.uid and pod.labels.get(ASSIGNED_NODE_LABEL) == node
         }
 
     @property

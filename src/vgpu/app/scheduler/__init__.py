@@ -1,7 +1,8 @@
 """`vgpu scheduler`: the admission webhook and kube-scheduler extender (filter, prioritize, bind).
 
 Modules, one idea each: `config` (settings), `state` (ledger, quota and reservations under one
-lock), `follower` (cluster events into the state), `service` (the use cases), `wire` (HTTP body
-models), `http` (FastAPI routes), `metrics` (Prometheus), `runtime` (start, sync, sweep, stop),
-`fake_mode` (the `--fake-cluster` file), `container` (wiring) and `cli`.
+lock), `follower` (cluster events into the state), `service` (the use cases), `http_bodies`
+(HTTP body models), `http` (FastAPI routes), `explanations` (the pods last filtered, for
+`GET /explain`), `metrics` (Prometheus), `runtime` (start, sync, sweep, stop), `fake_mode` (the
+`--fake-cluster` file), `container` (wiring) and `cli`.
 """

@@ -12,12 +12,18 @@ import logging
 from vgpu.app.scheduler.occupancy import Held, OccupancyBook
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import DomainError, Pod, PodGrants, Vendor
-from vgpu.domain.grant_trust import claim_grants
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION
-from vgpu.domain.occupancy import Basis, Occupancy
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION, Record, RecordEntry
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    OCCUPANCY_ANNOTATION,
+    Basis,
+    GrantClaim,
+    Occupancy,
+    OccupancyEntry,
+    OccupancyRecord,
+    claim_grants,
+)
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 
 log = logging.getLogger(__name__)
@@ -61,7 +67,7 @@ class BoundPods:
         self._drifted.discard(pod.key)
         self._unreadable.discard(pod.uid)
 
-    def record_changed(self, node: str, record: Record) -> None:
+    def record_changed(self, node: str, record: OccupancyRecord) -> None:
         """A node's record changed: its pods count what it names for them from now on."""
         for problem in record.problems:
             log.warning(
@@ -97,7 +103,7 @@ class BoundPods:
         grants = self._decode(pod.key, pod.node_name, pod.uid, entry)
         return None if grants is None else (claim, grants)
 
-    def _decode(self, pod: str, node: str, uid: str, entry: RecordEntry) -> PodGrants | None:
+    def _decode(self, pod: str, node: str, uid: str, entry: OccupancyEntry) -> PodGrants | None:
         try:
             grants = claim_grants(entry.claim(uid, node), self._vendor)
         except DomainError as exc:

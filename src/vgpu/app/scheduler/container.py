@@ -16,11 +16,11 @@ from dependency_injector import containers, providers
 from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
-from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
+from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower

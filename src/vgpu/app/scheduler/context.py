@@ -10,8 +10,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.pod_events import PodEvents

@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.app.errors import ConfigError, explain_lines
+from vgpu.app.errors import ConfigError, listed_problems
 from vgpu.app.mapping_file import read_mapping_streaming
 from vgpu.domain import (
     ClusterNode,
@@ -51,7 +51,7 @@ from vgpu.domain import (
     encode_node_devices,
     pod_from_manifest,
 )
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
 from vgpu.ports.cluster import ClusterPort, Quota
 
 
@@ -105,7 +105,7 @@ def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
-        raise FakeClusterError(explain_lines(exc, f"{what} {path}")) from None
+        raise FakeClusterError(listed_problems(exc, f"{what} {path}")) from None
     return build_fake_cluster(spec, vendor, str(path), manifests)
 
 

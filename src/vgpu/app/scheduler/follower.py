@@ -32,10 +32,9 @@ from vgpu.domain import (
     Vendor,
     limits_from_hard,
 )
-from vgpu.domain.grant_trust import GrantVerdict
 from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.occupancy_record import OCCUPANCY_ANNOTATION
+from vgpu.domain.trust import OCCUPANCY_ANNOTATION, GrantVerdict
 from vgpu.domain.vendor import ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import Action, ClusterEvent, ClusterPort, Kind, Quota
 

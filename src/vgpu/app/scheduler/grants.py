@@ -15,13 +15,14 @@ from enum import Enum
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
-from vgpu.domain.mig_allocations import (
-    MIG_ALLOCATIONS_ANNOTATION,
-    encode_mig_allocations,
+from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION, encode_mig_allocations
+from vgpu.domain.mig.grants import mig_reservations
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
+from vgpu.domain.vendor import (
+    ASSIGNED_NODE_ANNOTATION,
+    ASSIGNED_NODE_LABEL,
+    ASSIGNED_TIME_ANNOTATION,
 )
-from vgpu.domain.mig_grants import mig_reservations
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
-from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION
 from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
 
 Notes = Mapping[str, str | None]
@@ -65,7 +66,7 @@ def grant_annotations(
     patch: dict[str, str | None] = dict(annotations)
     if MIG_ALLOCATIONS_ANNOTATION in pod.annotations and not reservations:
         patch[MIG_ALLOCATIONS_ANNOTATION] = None
-    return patch, {ASSIGNED_NODE_ANNOTATION: node}
+    return patch, {ASSIGNED_NODE_LABEL: node}
 
 
 def written_identity(pod: Pod, annotations: Notes, vendor: Vendor) -> str:
@@ -92,7 +93,7 @@ def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None
         MIG_ALLOCATIONS_ANNOTATION,
         GRANT_SIGNATURE_ANNOTATION,
     )
-    return dict.fromkeys(keys), {ASSIGNED_NODE_ANNOTATION: None}
+    return dict.fromkeys(keys), {ASSIGNED_NODE_LABEL: None}
 
 
 class PodWriter:

@@ -32,12 +32,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
-from vgpu.app.explain.store import ExplanationStore
-from vgpu.app.scheduler.metrics import CONTENT_TYPE, SchedulerMetrics
-from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
-from vgpu.app.scheduler.review_identity import review_identity
-from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
-from vgpu.app.scheduler.wire import (
+from vgpu.app.exposition import CONTENT_TYPE
+from vgpu.app.scheduler.explanations import ExplanationStore
+from vgpu.app.scheduler.http_bodies import (
     BODY_LIMIT,
     AdmissionReview,
     BindingArgs,
@@ -52,6 +49,10 @@ from vgpu.app.scheduler.wire import (
     preempt_reply,
     prioritize_reply,
 )
+from vgpu.app.scheduler.metrics import SchedulerMetrics
+from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
+from vgpu.app.scheduler.review_identity import review_identity
+from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.domain import AdmissionDecision
 
 log = logging.getLogger(__name__)

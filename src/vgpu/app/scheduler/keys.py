@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from vgpu.domain.signing import KeyRing
+from vgpu.domain.trust import KeyRing
 from vgpu.ports.keys import GrantKeyPort
 
 log = logging.getLogger(__name__)

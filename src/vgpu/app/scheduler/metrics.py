@@ -18,12 +18,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from vgpu.app.exposition import ZONE
 from vgpu.app.scheduler.state import SchedulerState, Snapshot
 from vgpu.domain import PodGrants, QuotaLimits, Usage, Vendor
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MIB = 1 << 20
-ZONE = "vGPU"
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 # label names per family: (HAMi v2.10, legacy twin)

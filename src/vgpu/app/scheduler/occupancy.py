@@ -7,7 +7,7 @@ say later (a tenant can edit its own pod). Which grant counts for a bound, unfin
    holds for the pod's uid;
 2. else the one this process counted first (`Held`);
 3. else the one its annotations name now, if the counting rule counts it
-   (`vgpu.domain.occupancy`).
+   (`vgpu.domain.trust.occupancy`).
 
 The record comes first so that the leader and a standby (or a restarted process, which has no
 memory) count the same. The leader records every counted grant: at bind, in the node lock's
@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from vgpu.domain import PodGrants
 from vgpu.domain.initrelease import InitProgress
-from vgpu.domain.occupancy_record import Record, RecordEntry, decode_record
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust import GrantClaim, OccupancyEntry, OccupancyRecord, decode_occupancy_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +37,8 @@ class Held:
     init: InitProgress
 
     @property
-    def entry(self) -> RecordEntry:
-        return RecordEntry.of(self.pod, self.claim)
+    def entry(self) -> OccupancyEntry:
+        return OccupancyEntry.of(self.pod, self.claim)
 
 
 class OccupancyBook:
@@ -48,7 +47,7 @@ class OccupancyBook:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._texts: dict[str, str] = {}  # node -> its record's text as last read
-        self._records: dict[str, Record] = {}  # node -> its record, decoded
+        self._records: dict[str, OccupancyRecord] = {}  # node -> its record, decoded
         self._recorded_on: dict[str, str] = {}  # uid -> the node whose record names it
         self._held: dict[str, Held] = {}  # pod key -> its counted grant
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
@@ -57,15 +56,15 @@ class OccupancyBook:
 
     # records -----------------------------------------------------------------------------------
     def read_record(
-        self, node: str, text: str | None, decoded: Record | None = None
-    ) -> Record | None:
+        self, node: str, text: str | None, decoded: OccupancyRecord | None = None
+    ) -> OccupancyRecord | None:
         """Take a node's record as it is now (`decoded`: its text decoded, when the caller
         has it); returns it decoded if it changed, else None."""
         text = text or ""
         with self._lock:
             if self._texts.get(node, "") == text:
                 return None
-            record = decoded if decoded is not None else decode_record(text)
+            record = decoded if decoded is not None else decode_occupancy_record(text)
             self._forget_record(node)
             if text:
                 self._texts[node] = text
@@ -84,12 +83,12 @@ class OccupancyBook:
             self._ended.pop(node, None)
             self._left_out.pop(node, None)
 
-    def recorded(self, node: str, uid: str) -> RecordEntry | None:
+    def recorded(self, node: str, uid: str) -> OccupancyEntry | None:
         with self._lock:
             record = self._records.get(node)
             return None if record is None else record.entries.get(uid)
 
-    def decoded(self, node: str, text: str | None) -> Record | None:
+    def decoded(self, node: str, text: str | None) -> OccupancyRecord | None:
         """The node's record decoded, if `text` is the text last read for it."""
         with self._lock:
             record = self._records.get(node)
@@ -100,10 +99,10 @@ class OccupancyBook:
         with self._lock:
             return frozenset(self._ended.get(node, ()))
 
-    def unrecorded(self) -> dict[str, dict[str, RecordEntry]]:
+    def unrecorded(self) -> dict[str, dict[str, OccupancyEntry]]:
         """Per node, the held pods its record does not name yet (and has room for)."""
         with self._lock:
-            found: dict[str, dict[str, RecordEntry]] = {}
+            found: dict[str, dict[str, OccupancyEntry]] = {}
             for node, keys in self._held_on.items():
                 record = self._records[node].entries if node in self._records else {}
                 skipped = self._left_out.get(node, set())

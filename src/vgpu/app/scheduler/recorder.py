@@ -19,15 +19,15 @@ from collections.abc import Mapping
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.domain import Pod
-from vgpu.domain.occupancy_record import (
+from vgpu.domain.trust import (
     MAX_RECORD_BYTES,
     OCCUPANCY_ANNOTATION,
-    Record,
-    RecordChange,
-    RecordEntry,
-    updated_record,
+    GrantClaim,
+    OccupancyEntry,
+    OccupancyRecord,
+    OccupancyRecordChange,
+    updated_occupancy_record,
 )
-from vgpu.domain.signing import GrantClaim
 from vgpu.ports.cluster import ClusterError, ClusterPort
 
 log = logging.getLogger(__name__)
@@ -37,17 +37,17 @@ class RecordWrite:
     """One write of a node's record: a `NodeUpdate` (called with the node's annotations as read,
     perhaps once per try), and `done()` once the write has landed."""
 
-    def __init__(self, book: OccupancyBook, node: str, add: Mapping[str, RecordEntry]) -> None:
+    def __init__(self, book: OccupancyBook, node: str, add: Mapping[str, OccupancyEntry]) -> None:
         self._book = book
         self._node = node
         self._add = dict(add)
-        self._change: RecordChange | None = None
+        self._change: OccupancyRecordChange | None = None
 
     def __call__(self, annotations: Mapping[str, str]) -> dict[str, str | None]:
         book, node = self._book, self._node
         text = annotations.get(OCCUPANCY_ANNOTATION)
         decoded = book.decoded(node, text)  # usually the text the follower read last
-        change = updated_record(text, self._add, book.ended_on(node), decoded=decoded)
+        change = updated_occupancy_record(text, self._add, book.ended_on(node), decoded=decoded)
         self._change = change
         return {} if change.text is None else {OCCUPANCY_ANNOTATION: change.text}
 
@@ -65,7 +65,7 @@ class RecordWrite:
         if change is None:
             return
         if change.text is not None:
-            self._book.read_record(self._node, change.text, Record(change.entries))
+            self._book.read_record(self._node, change.text, OccupancyRecord(change.entries))
         if change.left_out:
             self._book.left_out(self._node, change.left_out)
             pods = ", ".join(sorted(self._add[uid].pod for uid in change.left_out))
@@ -88,7 +88,7 @@ class OccupancyRecorder:
 
     def for_bind(self, pod: Pod, node: str, claim: GrantClaim) -> RecordWrite:
         """The record write to fold into the node lock's patch of a bind of `pod`."""
-        return RecordWrite(self._book, node, {pod.uid: RecordEntry.of(pod.key, claim)})
+        return RecordWrite(self._book, node, {pod.uid: OccupancyEntry.of(pod.key, claim)})
 
     def record_now(self) -> int:
         """On the leader, record every counted bound pod not recorded yet; returns how many

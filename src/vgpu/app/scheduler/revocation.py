@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from vgpu.app.scheduler.grants import Outcome, PodWriter, revoked_annotations
 from vgpu.app.scheduler.trust import grant_identity
 from vgpu.domain import Pod, Vendor
-from vgpu.domain.signing import grant_claim
+from vgpu.domain.trust import grant_claim
 
 log = logging.getLogger(__name__)
 

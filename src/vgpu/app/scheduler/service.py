@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vgpu.app.explain.store import ExplanationStore
 from vgpu.app.scheduler.bind import BindVerb
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.context import VerbContext
+from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.filter import (
     FILTERING_FAILED,

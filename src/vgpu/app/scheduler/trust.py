@@ -1,6 +1,6 @@
 """Which grants written on pods the scheduler believes, and which occupy cards: the domain's
-rules (`vgpu.domain.grant_trust`, `vgpu.domain.occupancy`) with this replica's key ring, or
-with the schedulers it trusts by name when signing is off.
+rules (`vgpu.domain.trust.grant_trust`, `vgpu.domain.trust.occupancy`) with this replica's key
+ring, or with the schedulers it trusts by name when signing is off.
 
 While a cluster is taken over from HAMi (`takeover.from_hami`), grants on pods that name one of
 HAMi's schedulers are believed unsigned too, so HAMi's pending pods reserve their cards.
@@ -9,9 +9,15 @@ HAMi's schedulers are believed unsigned too, so HAMi's pending pods reserve thei
 from collections.abc import Callable
 
 from vgpu.domain import Pod, Vendor
-from vgpu.domain.grant_trust import NamedSchedulers, Signatures
-from vgpu.domain.occupancy import Occupancy, judge_occupancy
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, KeyRing
+from vgpu.domain.trust import (
+    GRANT_SIGNATURE_ANNOTATION,
+    GrantClaim,
+    KeyRing,
+    NamedSchedulers,
+    Occupancy,
+    Signatures,
+    judge_occupancy,
+)
 
 
 def grant_identity(claim: GrantClaim) -> str:

@@ -40,7 +40,7 @@ from vgpu.domain import (
     limits_from_hard,
 )
 from vgpu.domain.fragmentation.cards import CardShape, RecentShapes
-from vgpu.domain.mig_grants import decode_granted, mig_reservations
+from vgpu.domain.mig.grants import decode_granted, mig_reservations
 from vgpu.domain.preemption import Cost, Victim, choose_victims, cost
 from vgpu.domain.quota import pod_charge
 from vgpu.domain.reasons import phrase
@@ -48,10 +48,10 @@ from vgpu.domain.reasons import phrase
 from .admission import Admissions
 from .infeasible import InfeasibleCache, Shape, involves_quota, shape_of
 from .metrics import Preemptions, Reasons, RunResult, Sampler, TypicalRequest, mean, percentile
+from .progress import Progress
 from .scenario import Quota, Scenario
 from .workload import PodArrival, cluster_nodes
 
-Progress = Callable[[float], None]
 log = logging.getLogger(__name__)
 
 
@@ -93,7 +93,6 @@ class State(Enum):
     PENDING = "pending"
     RUNNING = "running"
     FINISHED = "finished"
-    DENIED = "denied"
 
 
 @dataclass(slots=True)

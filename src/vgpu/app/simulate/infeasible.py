@@ -51,13 +51,11 @@ class InfeasibleCache:
 
     def __init__(self) -> None:
         self._nodes: dict[str, dict[Hashable, list[tuple[Sizes, NodeRejection]]]] = {}
-        self.hits = 0
 
     def lookup(self, node: str, shape: Shape) -> NodeRejection | None:
         """A rejection that still holds for `shape` on `node`, if one is known."""
         for sizes, rejection in self._nodes.get(node, {}).get(shape.key, ()):
             if all(a <= b for a, b in zip(sizes, shape.sizes, strict=True)):
-                self.hits += 1
                 return rejection
         return None
 

@@ -1,6 +1,11 @@
-"""A one-line progress bar on a terminal stream; silent when the stream is not a terminal."""
+"""How a long run reports progress: the callback it calls, and a one-line progress bar on a
+terminal stream (silent when the stream is not a terminal)."""
 
+from collections.abc import Callable
 from typing import TextIO
+
+Progress = Callable[[float], None]
+"""What a long run calls with the fraction done (0 to 1)."""
 
 
 class ProgressBar:

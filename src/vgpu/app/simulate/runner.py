@@ -2,17 +2,16 @@
 
 import multiprocessing
 import queue
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from .admission import Admissions
 from .engine import PolicyPair, Simulation, typical_request
 from .metrics import RunResult, TypicalRequest
+from .progress import Progress
 from .scenario import Scenario
 from .workload import generate_pods
-
-Progress = Callable[[float], None]
 
 
 def run_pairs(

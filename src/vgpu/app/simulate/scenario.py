@@ -307,7 +307,7 @@ def _unique(field: str, names: list[str]) -> None:
         seen.add(name)
 
 
-def explain(exc: ValidationError, source: str) -> str:
+def _scenario_problems(exc: ValidationError, source: str) -> str:
     """One line per problem: `<source>: workloads[0].memory.max: <what is wrong> (got ...)`."""
     return "\n".join(f"{source}: {line}" for line in problems(exc, hidden=_union_branch))
 
@@ -326,7 +326,7 @@ def parse_scenario(text: str, source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(explain(exc, source)) from None
+        raise ScenarioError(_scenario_problems(exc, source)) from None
 
 
 def load_scenario(path: Path | None = None) -> Scenario:

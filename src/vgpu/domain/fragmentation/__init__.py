@@ -25,7 +25,12 @@ from vgpu.domain.fragmentation.policies import (
     placement_policy,
     tightest_fit,
 )
-from vgpu.domain.fragmentation.workload import ShapeTable, TypicalShape, Workload, typical_shapes
+from vgpu.domain.fragmentation.workload import (
+    MilliWorkload,
+    ShapeTable,
+    TypicalShape,
+    typical_shapes,
+)
 
 __all__ = [
     "MILLI",
@@ -34,12 +39,12 @@ __all__ = [
     "Heuristic",
     "MilliNode",
     "MilliPod",
+    "MilliWorkload",
     "PaperPolicy",
     "RandomPlacement",
     "Scored",
     "ShapeTable",
     "TypicalShape",
-    "Workload",
     "best_fit",
     "dot_prod",
     "fits",

@@ -14,18 +14,16 @@ from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.fragmentation.fgd import gain_score, score_change
 from vgpu.domain.fragmentation.milli import MILLI
-from vgpu.domain.fragmentation.workload import ShapeTable, TypicalShape, commonest
+from vgpu.domain.fragmentation.workload import COVERAGE, ShapeTable, TypicalShape, commonest
 from vgpu.domain.request import ContainerRequest
 from vgpu.domain.selectors import CardSelector
 
-IDLE = Usage()
 _ANY_CPU = 1 << 62  # a node's CPU as FGD sees it here: enough for every shape
 WINDOW = 1000  # pods whose shapes are kept
 REFRESH = 100  # new pods before the typical shapes are worked out again
-COVERAGE = 0.95
 TOLERANCE = 0.05  # shares that move less keep the typical shapes as they are
 
 

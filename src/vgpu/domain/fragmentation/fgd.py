@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod, fitting_cards, whole_cards
-from vgpu.domain.fragmentation.workload import ShapeTable, Workload
+from vgpu.domain.fragmentation.workload import MilliWorkload, ShapeTable
 
 _SCORES_KEPT = 1 << 17  # remembered (node state, pod shape) scores; a long-lived scheduler's bound
 
@@ -24,7 +24,7 @@ class Fgd:
     """FGD against one workload's typical shapes.
 
     >>> from vgpu.domain.fragmentation.workload import TypicalShape
-    >>> fgd = Fgd(Workload([TypicalShape(count=1, gpus=1, milli=500)]))
+    >>> fgd = Fgd(MilliWorkload([TypicalShape(count=1, gpus=1, milli=500)]))
     >>> node = MilliNode("T4", cpu=8000, memory=32768, free=(1000, 700))
     >>> fgd.fragmentation(node)  # the 700 card still takes a 500 share: nothing stranded
     0.0
@@ -35,7 +35,7 @@ class Fgd:
     50
     """
 
-    def __init__(self, workload: Workload) -> None:
+    def __init__(self, workload: MilliWorkload) -> None:
         self.workload = workload
         self._scores: dict[_ScoreKey, int] = {}
 

@@ -17,7 +17,7 @@ from vgpu.domain.fragmentation.milli import (
     tightest_card,
     whole_cards,
 )
-from vgpu.domain.fragmentation.workload import Workload
+from vgpu.domain.fragmentation.workload import MilliWorkload
 
 
 class PaperPolicy(StrEnum):
@@ -100,7 +100,7 @@ _RULES = {
 
 
 def placement_policy(
-    policy: PaperPolicy, workload: Workload, rng: random.Random
+    policy: PaperPolicy, workload: MilliWorkload, rng: random.Random
 ) -> Scored | RandomPlacement:
     """The policy's rules: FGD against `workload`, Random drawing from `rng`."""
     if policy is PaperPolicy.RANDOM:

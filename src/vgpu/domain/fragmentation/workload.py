@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from vgpu.domain.fragmentation.milli import MilliPod
 
+COVERAGE = 0.95  # the typical shapes cover this share of the pods (the FGD paper's)
 MEMO_LIMIT = 1 << 17  # node states remembered per card model (a long-lived scheduler's bound)
 _Shape = tuple[int, int, int, frozenset[str]]  # cards, milli, CPU, models
 K = TypeVar("K", bound=Hashable)
@@ -33,7 +34,9 @@ class TypicalShape:
         return self.gpus > 0 and (not self.models or model in self.models)
 
 
-def typical_shapes(pods: Iterable[MilliPod], coverage: float = 0.95) -> tuple[TypicalShape, ...]:
+def typical_shapes(
+    pods: Iterable[MilliPod], coverage: float = COVERAGE
+) -> tuple[TypicalShape, ...]:
     """The commonest shapes of `pods` (memory aside) until they cover `coverage` of them; among
     equally common shapes the larger (more GPU, then more CPU) first.
 
@@ -118,7 +121,7 @@ class ShapeTable:
         return value
 
 
-class Workload:
+class MilliWorkload:
     """Typical shapes, the same milli on every card model, with one `ShapeTable` per model,
     made on first need."""
 

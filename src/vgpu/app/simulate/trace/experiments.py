@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from vgpu.domain.fragmentation import PaperPolicy
 
+from ..progress import Progress
 from .replay import Replay, Trace, replay
-
-Progress = Callable[[float], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,10 @@ from vgpu.domain.fragmentation import (
     MILLI,
     MilliNode,
     MilliPod,
+    MilliWorkload,
     PaperPolicy,
     RandomPlacement,
     Scored,
-    Workload,
     placement_policy,
     typical_shapes,
 )
@@ -28,8 +28,6 @@ from vgpu.domain.fragmentation import (
 from .files import TraceNode, TracePod
 from .index import NodeIndex
 from .protocol import LOAD, arrivals, node_ranks, percent, share
-
-COVERAGE = 0.95  # FGD's typical shapes cover this share of the trace's pods
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +38,7 @@ class Trace:
     name: str
     nodes: tuple[MilliNode, ...]
     pods: tuple[MilliPod, ...]
-    workload: Workload
+    workload: MilliWorkload
 
     @property
     def cards(self) -> int:
@@ -49,8 +47,8 @@ class Trace:
     @classmethod
     def of(cls, name: str, nodes: Sequence[TraceNode], pods: Sequence[TracePod]) -> "Trace":
         ordered = tuple(p.pod for p in sorted(pods, key=lambda p: p.name))
-        shapes = typical_shapes(ordered, COVERAGE)
-        return cls(name, tuple(n.node for n in nodes), ordered, Workload(shapes))
+        shapes = typical_shapes(ordered)
+        return cls(name, tuple(n.node for n in nodes), ordered, MilliWorkload(shapes))
 
 
 @dataclass(frozen=True, slots=True)

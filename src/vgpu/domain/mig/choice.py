@@ -2,7 +2,7 @@
 docs/protocol.md#mig-instance-choice).
 
 The smallest profile that holds the request's memory (ties: fewer slices) with a free
-placement, tried in `mig_geometry.placement_order`.
+placement, tried in `geometry.placement_order`.
 
 >>> one = MigProfile("1g.10gb", 1, 9856, 15, tuple(MigPlacement(i, 1) for i in range(7)))
 >>> two = MigProfile("2g.20gb", 2, 19968, 29, tuple(MigPlacement(i, 2) for i in (0, 2, 4)))
@@ -15,15 +15,13 @@ MigSlot(profile='2g.20gb', placement=MigPlacement(start=2, size=2))
 True
 """
 
-from vgpu.domain.device import Device, Usage
-from vgpu.domain.mig import MigPlacement, MigProfile, MigSlot
-from vgpu.domain.mig_geometry import placement_order
+from vgpu.domain.device import IDLE, Device, Usage
+from vgpu.domain.mig.geometry import placement_order
+from vgpu.domain.mig.profiles import MigPlacement, MigProfile, MigSlot
 from vgpu.domain.request import ContainerRequest
 
-_IDLE = Usage()
 
-
-def mig_choice(request: ContainerRequest, device: Device, usage: Usage = _IDLE) -> MigSlot | None:
+def mig_choice(request: ContainerRequest, device: Device, usage: Usage = IDLE) -> MigSlot | None:
     """The profile and placement one slice of `request` would get on `device` as used by
     `usage`; None when none is free (the card's rejection is CardMigTopologyInfeasible).
     Percentage requests resolve against the card's memory."""

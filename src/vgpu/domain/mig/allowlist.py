@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from vgpu.domain.errors import DomainError
-from vgpu.domain.mig import MigProfile
+from vgpu.domain.mig.profiles import MigProfile
 
 
 class AllowlistError(DomainError):

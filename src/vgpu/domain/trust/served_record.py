@@ -24,13 +24,13 @@ from typing import Any
 from vgpu.domain.device import Usage
 from vgpu.domain.errors import DomainError
 from vgpu.domain.grant import PodGrants, pod_footprint
-from vgpu.domain.mig_allocations import decode_mig_allocations
-from vgpu.domain.mig_grants import decode_granted
+from vgpu.domain.mig.allocations import decode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted
 
 VERSION = 1
 
 
-class RecordFormatError(DomainError):
+class ServedRecordError(DomainError):
     """The served record's text is not what the plugin writes: which entry, which field, why."""
 
 
@@ -53,12 +53,12 @@ class ServedGrant:
     served_at: str = ""
 
     def grants(self) -> PodGrants:
-        """The served grants, MIG instances attached; RecordFormatError when they do not read."""
+        """The served grants, MIG instances attached; ServedRecordError when they do not read."""
         try:
             reservations = decode_mig_allocations(self.mig_reservations)
             return decode_granted(self.allocated, reservations)
         except DomainError as exc:
-            raise RecordFormatError(f"pod {self.pod} ({self.pod_uid}): {exc}") from None
+            raise ServedRecordError(f"pod {self.pod} ({self.pod_uid}): {exc}") from None
 
     def footprint(self) -> dict[str, Usage]:
         """What the pod holds on each card at its peak (see `pod_footprint`)."""
@@ -83,20 +83,20 @@ def encode_served_record(node: str, grants: Sequence[ServedGrant]) -> str:
 
 
 def decode_served_record(text: str) -> tuple[str, list[ServedGrant]]:
-    """The node and the grants of a record file; RecordFormatError names what is wrong. Every
+    """The node and the grants of a record file; ServedRecordError names what is wrong. Every
     grant must decode, so a damaged file is noticed at once, not when a pod is counted."""
     try:
         record = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise RecordFormatError(f"not JSON: {exc}") from None
+        raise ServedRecordError(f"not JSON: {exc}") from None
     if not isinstance(record, dict):
-        raise RecordFormatError(f"must be a JSON object, not {type(record).__name__}")
+        raise ServedRecordError(f"must be a JSON object, not {type(record).__name__}")
     if record.get("version") != VERSION:
-        raise RecordFormatError(f"version {record.get('version')!r} is not {VERSION}")
+        raise ServedRecordError(f"version {record.get('version')!r} is not {VERSION}")
     node = record.get("node")
     pods = record.get("pods")
     if not isinstance(node, str) or not isinstance(pods, dict):
-        raise RecordFormatError("needs a string 'node' and an object 'pods'")
+        raise ServedRecordError("needs a string 'node' and an object 'pods'")
     grants = [_grant(uid, entry) for uid, entry in pods.items()]
     for grant in grants:
         grant.grants()
@@ -105,19 +105,19 @@ def decode_served_record(text: str) -> tuple[str, list[ServedGrant]]:
 
 def _grant(uid: str, entry: Any) -> ServedGrant:
     if not isinstance(entry, dict):
-        raise RecordFormatError(f"pods.{uid}: must be an object")
+        raise ServedRecordError(f"pods.{uid}: must be an object")
     texts = {key: entry.get(key, "") for key in ("pod", "allocated", "mig_reservations")}
     for key, value in [*texts.items(), ("served_at", entry.get("served_at", ""))]:
         if not isinstance(value, str):
-            raise RecordFormatError(f"pods.{uid}.{key}: must be a string, not {value!r:.40}")
+            raise ServedRecordError(f"pods.{uid}.{key}: must be a string, not {value!r:.40}")
     init = entry.get("init_containers", 0)
     if isinstance(init, bool) or not isinstance(init, int) or not 0 <= init <= 1000:
-        raise RecordFormatError(f"pods.{uid}.init_containers: {init!r:.40} is not 0-1000")
+        raise ServedRecordError(f"pods.{uid}.init_containers: {init!r:.40} is not 0-1000")
     signed = entry.get("signed", True)
     if not isinstance(signed, bool):
-        raise RecordFormatError(f"pods.{uid}.signed: {signed!r:.40} is not true or false")
+        raise ServedRecordError(f"pods.{uid}.signed: {signed!r:.40} is not true or false")
     if not uid or not texts["allocated"]:
-        raise RecordFormatError(f"pods.{uid!r}: needs a pod uid and an allocated grant")
+        raise ServedRecordError(f"pods.{uid!r}: needs a pod uid and an allocated grant")
     return ServedGrant(
         uid,
         texts["pod"],

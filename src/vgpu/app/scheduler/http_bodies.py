@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from vgpu.app.errors import explain
+from vgpu.app.errors import one_line_problems
 from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult, Proposed
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.domain import DomainError, pod_from_manifest
@@ -152,7 +152,7 @@ def decode(body: bytes, model: type[Model], *, fold_case: bool = False) -> Model
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise BodyError(f"{model.__name__}: " + explain(exc, "field ")) from None
+        raise BodyError(f"{model.__name__}: " + one_line_problems(exc, "field ")) from None
 
 
 def parse_json(body: bytes) -> Any:

@@ -14,13 +14,12 @@ always fitted node by node, and so is a node with MIG cards or repeated card ind
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu.domain.device import HAMI_CORE_MODE, Device, Usage
+from vgpu.domain.device import HAMI_CORE_MODE, IDLE, Device, Usage
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.reasons import CardRejection, NodeRejection
 
 Cards = tuple[tuple[object, ...], ...]
 Load = tuple[object, ...]
-IDLE = Usage()
 
 
 def cards_profile(devices: tuple[Device, ...]) -> Cards | None:

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from vgpu.domain.errors import DomainError
-from vgpu.domain.mig import MigInstance, MigPlacement
-from vgpu.domain.mig_allocations import MigReservation
+from vgpu.domain.mig.allocations import MigReservation
+from vgpu.domain.mig.profiles import MigInstance, MigPlacement
 
 MigKey = tuple[str, str, int, int]  # GPU uuid, slice group, placement start, placement size
 
@@ -37,7 +37,7 @@ def reservation_key(reservation: MigReservation) -> MigKey:
     return _key(reservation.gpu_uuid, reservation.profile, reservation.placement)
 
 
-def describe(gpu_uuid: str, profile: str, placement: MigPlacement) -> str:
+def describe_instance(gpu_uuid: str, profile: str, placement: MigPlacement) -> str:
     """`GPU-a 2g.10gb at 2+2`, the words every log line and refusal uses."""
     return f"GPU {gpu_uuid} {profile} at {placement.start}+{placement.size}"
 
@@ -168,7 +168,7 @@ def plan_placement(
     is a leftover (a crash between create and record, an operator's idle instance): cleared.
     MigReservationError when another pod holds or may be using the slices."""
     reservation = wanted.reservation
-    where = describe(reservation.gpu_uuid, reservation.profile, reservation.placement)
+    where = describe_instance(reservation.gpu_uuid, reservation.profile, reservation.placement)
     known = {m.instance.mig_uuid for m in managed}
     for entry in managed:
         if entry.instance.gpu_uuid != reservation.gpu_uuid:

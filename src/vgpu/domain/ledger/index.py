@@ -17,7 +17,10 @@ over the summaries shows first that no node has room.
 import math
 from collections.abc import Callable, Iterable
 
-from vgpu.domain.alike_rejection import (
+from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
+from vgpu.domain.device import Device, Usage
+from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.ledger.alike_rejection import (
     AlikeRejection,
     Cards,
     Load,
@@ -26,11 +29,8 @@ from vgpu.domain.alike_rejection import (
     groupable,
     load_profile,
 )
-from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
-from vgpu.domain.device import Device, Usage
-from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
-from vgpu.domain.fullness_order import Block, FullnessOrder
-from vgpu.domain.node_summary import Capacity, NodeSummary, PodNeeds, summarize
+from vgpu.domain.ledger.fullness_order import Block, FullnessOrder
+from vgpu.domain.ledger.node_summary import Capacity, NodeSummary, PodNeeds, summarize
 from vgpu.domain.policy import Policy, preference
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import NodeRejection

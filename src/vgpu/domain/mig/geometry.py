@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from vgpu.domain.errors import DomainError
-from vgpu.domain.mig import MigPlacement, MigProfile
+from vgpu.domain.mig.profiles import MigPlacement, MigProfile
 
 _FROM_THE_TOP = ("1g.", "3g.")
 _LEGACY_TEMPLATE = re.compile(r"[+-]?\d+")

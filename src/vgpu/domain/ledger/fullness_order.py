@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
 
-from vgpu.domain.node_summary import Capacity
+from vgpu.domain.ledger.node_summary import Capacity
 from vgpu.domain.policy import Policy, preference
 
 Used = tuple[int, int, int]  # slices, cores, memory in use on the node's cards

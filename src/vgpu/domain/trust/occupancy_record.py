@@ -13,11 +13,11 @@ does not read is a bug or an operator's edit: what reads is used, the rest is re
 dropped at the next write. A node's annotations share 256 KiB, so the record is bounded
 (`MAX_RECORD_BYTES`); an entry that would take it past the bound is left out and reported.
 
->>> entry = RecordEntry("default/p", "1750000000", "GPU-0,NVIDIA,1000,10:;")
->>> text = encode_record({"u1": entry})
+>>> entry = OccupancyEntry("default/p", "1750000000", "GPU-0,NVIDIA,1000,10:;")
+>>> text = encode_occupancy_record({"u1": entry})
 >>> text
 '{"pods":{"u1":{"allocated":"GPU-0,NVIDIA,1000,10:;","pod":"default/p","time":"1750000000"}},"v":1}'
->>> decode_record(text).entries["u1"] == entry
+>>> decode_occupancy_record(text).entries["u1"] == entry
 True
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust.signing import GrantClaim
 
 OCCUPANCY_ANNOTATION = "vgpu.io/occupancy"
 RECORD_VERSION = 1
@@ -34,7 +34,7 @@ MAX_RECORD_BYTES = 128 * 1024  # half of what a Node's annotations may hold toge
 
 
 @dataclass(frozen=True, slots=True)
-class RecordEntry:
+class OccupancyEntry:
     """One pod's counted grant: its key and the grant's annotations as they were counted."""
 
     pod: str  # namespace/name, for people and logs; the record is keyed by uid
@@ -43,7 +43,7 @@ class RecordEntry:
     mig_reservations: str = ""  # hami.io/vgpu-mig-allocations as signed (no runtime fields)
 
     @classmethod
-    def of(cls, pod: str, claim: GrantClaim) -> "RecordEntry":
+    def of(cls, pod: str, claim: GrantClaim) -> "OccupancyEntry":
         return cls(pod, claim.assigned_time, claim.allocated, claim.mig_reservations)
 
     def claim(self, uid: str, node: str) -> GrantClaim:
@@ -52,44 +52,45 @@ class RecordEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class Record:
+class OccupancyRecord:
     """A decoded record: the entries that read, by pod uid, and what did not read."""
 
-    entries: Mapping[str, RecordEntry]
+    entries: Mapping[str, OccupancyEntry]
     problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class RecordChange:
+class OccupancyRecordChange:
     """What to write: the new annotation text (None: nothing changes) and the entries the record
     holds then, the uids whose entries were left out because the record would pass its bound,
     and the size it would have had with every entry asked for."""
 
     text: str | None
-    entries: Mapping[str, RecordEntry]
+    entries: Mapping[str, OccupancyEntry]
     left_out: tuple[str, ...] = ()
     wanted_size: int = 0
 
 
-def encode_record(entries: Mapping[str, RecordEntry]) -> str:
+def encode_occupancy_record(entries: Mapping[str, OccupancyEntry]) -> str:
     pods = {uid: _entry_json(entry) for uid, entry in entries.items()}
     return json.dumps({"v": RECORD_VERSION, "pods": pods}, separators=(",", ":"), sort_keys=True)
 
 
-def decode_record(text: str | None) -> Record:
+def decode_occupancy_record(text: str | None) -> OccupancyRecord:
     """The entries of a record's text (none for None or ''); what does not read is skipped and
     named in `problems`, never raised."""
     if not text:
-        return Record({})
+        return OccupancyRecord({})
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        return Record({}, (f"{OCCUPANCY_ANNOTATION} is not JSON: {exc}",))
+        return OccupancyRecord({}, (f"{OCCUPANCY_ANNOTATION} is not JSON: {exc}",))
     if not isinstance(data, dict) or not isinstance(data.get("pods"), dict):
-        return Record({}, (f'{OCCUPANCY_ANNOTATION} must be an object with "pods"',))
+        return OccupancyRecord({}, (f'{OCCUPANCY_ANNOTATION} must be an object with "pods"',))
     if data.get("v") != RECORD_VERSION:
-        return Record({}, (f"{OCCUPANCY_ANNOTATION} has version {data.get('v')!r}, not 1",))
-    entries: dict[str, RecordEntry] = {}
+        version = data.get("v")
+        return OccupancyRecord({}, (f"{OCCUPANCY_ANNOTATION} has version {version!r}, not 1",))
+    entries: dict[str, OccupancyEntry] = {}
     problems: list[str] = []
     for uid, raw in data["pods"].items():
         entry = _entry(raw)
@@ -97,43 +98,43 @@ def decode_record(text: str | None) -> Record:
             entries[uid] = entry
         else:
             problems.append(f"{OCCUPANCY_ANNOTATION} entry {uid!r} does not read: {raw!r:.200}")
-    return Record(entries, tuple(problems))
+    return OccupancyRecord(entries, tuple(problems))
 
 
-def updated_record(
+def updated_occupancy_record(
     text: str | None,
-    add: Mapping[str, RecordEntry],
+    add: Mapping[str, OccupancyEntry],
     drop: Collection[str] = (),
     limit: int = MAX_RECORD_BYTES,
-    decoded: Record | None = None,
-) -> RecordChange:
+    decoded: OccupancyRecord | None = None,
+) -> OccupancyRecordChange:
     """The record `text` with the entries of `drop` (uids of pods that ended) removed and those
     of `add` put in; entries that would take it past `limit` bytes are left out (the others and
     the removals still apply). Entries that do not read are dropped. `decoded` is `text`
     already decoded, if the caller has it."""
-    record = decoded if decoded is not None else decode_record(text)
+    record = decoded if decoded is not None else decode_occupancy_record(text)
     kept = {uid: e for uid, e in record.entries.items() if uid not in drop}
     wanted = {**kept, **add}
-    encoded = encode_record(wanted)
+    encoded = encode_occupancy_record(wanted)
     wanted_size = len(encoded)
     left_out: tuple[str, ...] = ()
     if wanted_size > limit:
         left_out = tuple(sorted(uid for uid, e in add.items() if kept.get(uid) != e))
         wanted = kept
-        encoded = encode_record(kept)
+        encoded = encode_occupancy_record(kept)
     if encoded == (text or "") or (not wanted and not text):
-        return RecordChange(None, wanted, left_out, wanted_size)
-    return RecordChange(encoded, wanted, left_out, wanted_size)
+        return OccupancyRecordChange(None, wanted, left_out, wanted_size)
+    return OccupancyRecordChange(encoded, wanted, left_out, wanted_size)
 
 
-def _entry_json(entry: RecordEntry) -> dict[str, str]:
+def _entry_json(entry: OccupancyEntry) -> dict[str, str]:
     out = {"pod": entry.pod, "time": entry.assigned_time, "allocated": entry.allocated}
     if entry.mig_reservations:
         out["mig"] = entry.mig_reservations
     return out
 
 
-def _entry(raw: Any) -> RecordEntry | None:
+def _entry(raw: Any) -> OccupancyEntry | None:
     if not isinstance(raw, dict):
         return None
     pod, time, allocated = raw.get("pod"), raw.get("time", ""), raw.get("allocated")
@@ -146,5 +147,5 @@ def _entry(raw: Any) -> RecordEntry | None:
         and pod
         and allocated
     ):
-        return RecordEntry(pod, time, allocated, mig)
+        return OccupancyEntry(pod, time, allocated, mig)
     return None

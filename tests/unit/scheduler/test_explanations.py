@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.unit.domain.builders import card, container, pod
-from vgpu.app.explain.store import ExplanationStore
+from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.http import explain_app
 from vgpu.domain import NodeRejection, NodeView, SchedulingConfig, Usage, plan_pod
 from vgpu.domain.fit import PodPlan

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from vgpu.domain.errors import CodecError, DomainError
-from vgpu.domain.mig_allocations import (
+from vgpu.domain.mig.allocations import (
     MIG_ALLOCATIONS_ANNOTATION,
     decode_mig_allocations,
     encode_mig_allocations,

@@ -30,8 +30,8 @@ from dataclasses import replace
 from vgpu.domain.codec import GRANTS, decode_pod_grants
 from vgpu.domain.errors import CodecError
 from vgpu.domain.grant import DeviceGrant, PodGrants
-from vgpu.domain.mig import MigSlot
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, MigReservation
+from vgpu.domain.mig.allocations import MIG_ALLOCATIONS_ANNOTATION, MigReservation
+from vgpu.domain.mig.profiles import MigSlot
 
 
 def mig_reservations(grants: PodGrants) -> tuple[MigReservation, ...]:

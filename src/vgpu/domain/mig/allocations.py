@@ -19,7 +19,7 @@ from typing import Any
 
 from vgpu.domain.errors import CodecError, brief
 from vgpu.domain.hostile_text import read_json
-from vgpu.domain.mig import MigPlacement
+from vgpu.domain.mig.profiles import MigPlacement
 
 MIG_ALLOCATIONS_ANNOTATION = "hami.io/vgpu-mig-allocations"
 _UINT32 = 2**32 - 1

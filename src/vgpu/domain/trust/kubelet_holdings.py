@@ -20,10 +20,10 @@ little would let the card be promised twice.
 >>> exact = DeviceAssignment("u1", "main", "nvidia.com/gpu", ("GPU-a-3",),
 ...     {"NVIDIA_VISIBLE_DEVICES": "GPU-a", "CUDA_DEVICE_MEMORY_LIMIT_0": "3000m",
 ...      "CUDA_DEVICE_SM_LIMIT": "30"})
->>> kubelet_holdings([exact], "nvidia.com/gpu", cards)["u1"].footprint
+>>> holdings_by_pod([exact], "nvidia.com/gpu", cards)["u1"].footprint
 {'GPU-a': Usage(slices=1, memory=3000, cores=30)}
 >>> unknown = DeviceAssignment("u2", "main", "nvidia.com/gpu", ("GPU-a-4",), None)
->>> held = kubelet_holdings([unknown], "nvidia.com/gpu", cards)["u2"]
+>>> held = holdings_by_pod([unknown], "nvidia.com/gpu", cards)["u2"]
 >>> held.footprint["GPU-a"].memory, held.guessed
 (32768, ('container main: no Allocate answer kept: counted as the whole of GPU-a',))
 """
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vgpu.domain.device import MIG_MODE, Device, Usage
-from vgpu.domain.mig import MAX_MIG_SLICES
+from vgpu.domain.mig.profiles import MAX_MIG_SLICES
 
 _REPLICA = re.compile(r"^(.+)-[0-9]+$")
 _HAMI_CORE_MEMORY = re.compile(r"^([0-9]{1,15})([kKmMgG]?)$")
@@ -67,7 +67,7 @@ class KubeletHolding:
     guessed: tuple[str, ...] = ()
 
 
-def kubelet_holdings(
+def holdings_by_pod(
     assignments: Iterable[DeviceAssignment], resource: str, cards: Mapping[str, Device]
 ) -> dict[str, KubeletHolding]:
     """By pod uid, what the pods the checkpoint lists hold of `resource` on `cards`.

@@ -10,20 +10,18 @@ from functools import reduce
 from operator import or_
 
 from vgpu.domain.decision import Decision
-from vgpu.domain.device import MIG_MODE, Device, Usage
+from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.ledger_index import LedgerIndex
-from vgpu.domain.mig_allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
-from vgpu.domain.mig_grants import decode_granted
+from vgpu.domain.ledger.index import LedgerIndex
+from vgpu.domain.mig.allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted
 from vgpu.domain.pod import Pod
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.topology import PairScores
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, Vendor
-
-IDLE = Usage()
 
 
 @dataclass(frozen=True, slots=True)

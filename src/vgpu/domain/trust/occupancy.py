@@ -3,8 +3,8 @@
 Occupancy is never under-counted, and a tenant must not make cards look full, so a pod's grant
 counts when the pod is not finished and
 
-- its grant is believed (`vgpu.domain.grant_trust.judge_grant`): signed, or written by a trusted
-  scheduler; or
+- its grant is believed (`vgpu.domain.trust.grant_trust.judge_grant`): signed, or written by a
+  trusted scheduler; or
 - it is bound and *holds GPUs*: one of its containers asks for the vendor's card count
   resource (`nvidia.com/gpu`), and its grant reads and names the node it is bound to, signed or
   not. The kubelet starts such a pod only once the device plugin served it, so its cards are in
@@ -15,9 +15,9 @@ Forged annotations on a pod that asks for no card count for nothing, bound or no
 
 This rule judges a pod's annotations as they are now. Once a bound pod's grant has been counted,
 the scheduler keeps counting that grant until the pod ends, whatever its annotations say later
-(its occupancy record, `vgpu.domain.occupancy_record`).
+(its occupancy record, `vgpu.domain.trust.occupancy_record`).
 
->>> from vgpu.domain.grant_trust import Signatures
+>>> from vgpu.domain.trust import Signatures
 >>> from vgpu.domain.pod import Container, Pod
 >>> from vgpu.domain.vendor import NVIDIA
 >>> hami_pod = Pod("default", "p", uid="u1", node_name="n1", phase="Running",
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from enum import Enum
 
 from vgpu.domain.grant import PodGrants
-from vgpu.domain.grant_trust import GrantVerdict, NamedSchedulers, Signatures, judge_grant
 from vgpu.domain.pod import Pod
 from vgpu.domain.quantity import parse_quantity
 from vgpu.domain.request import request_values
-from vgpu.domain.signing import GrantClaim
+from vgpu.domain.trust.grant_trust import GrantVerdict, NamedSchedulers, Signatures, judge_grant
+from vgpu.domain.trust.signing import GrantClaim
 from vgpu.domain.vendor import Vendor
 
 

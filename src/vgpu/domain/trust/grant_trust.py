@@ -33,10 +33,10 @@ from typing import Protocol
 
 from vgpu.domain.errors import DomainError
 from vgpu.domain.grant import PodGrants
-from vgpu.domain.mig_allocations import decode_mig_allocations
-from vgpu.domain.mig_grants import decode_granted
+from vgpu.domain.mig.allocations import decode_mig_allocations
+from vgpu.domain.mig.grants import decode_granted
 from vgpu.domain.pod import Pod
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
+from vgpu.domain.trust.signing import GRANT_SIGNATURE_ANNOTATION, GrantClaim, grant_claim
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, Vendor
 
 

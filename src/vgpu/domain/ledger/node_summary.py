@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vgpu.domain.device import Device, Usage
+from vgpu.domain.device import IDLE, Device, Usage
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.policy import Policy, fullness_of
 from vgpu.domain.request import ContainerRequest
@@ -40,7 +40,6 @@ class NodeSummary:
     # unused, card memory (for the few nodes the numbers above do not rule out)
 
 
-IDLE = Usage()
 
 
 def summarize(

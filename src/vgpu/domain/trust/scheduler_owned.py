@@ -6,8 +6,8 @@ ValidatingAdmissionPolicy in deploy/scheduler/admission-policy.yaml refuses them
 but those two service accounts, also for pods the webhook never sees.
 """
 
-from vgpu.domain.signing import GRANT_SIGNATURE_ANNOTATION
-from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION
+from vgpu.domain.trust.signing import GRANT_SIGNATURE_ANNOTATION
+from vgpu.domain.vendor import ASSIGNED_NODE_LABEL
 
 HAMI_PREFIX = "hami.io/"
 # hami.io/vgpu-node, -time, -devices-to-allocate, -devices-allocated, -mig-allocations...
@@ -16,7 +16,7 @@ OWNED_ANNOTATION_PREFIXES = ("hami.io/vgpu-", "hami.io/bind-")
 OWNED_ANNOTATIONS = frozenset({GRANT_SIGNATURE_ANNOTATION})
 # every vendor's grant lists: hami.io/<vendor>-devices-to-allocate, -devices-allocated
 VENDOR_DEVICES_INFIX = "-devices-"
-OWNED_LABELS = frozenset({ASSIGNED_NODE_ANNOTATION})
+OWNED_LABELS = frozenset({ASSIGNED_NODE_LABEL})
 
 
 def is_scheduler_owned_annotation(key: str) -> bool:
