@@ -2,13 +2,11 @@
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
 from vgpu import __version__
-from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.hostfile import JsonServedRecord
 from vgpu.adapters.kubelet import KubeletCheckpoint, KubeletPlugin
 from vgpu.app.device_plugin.allocator import Allocator
@@ -29,9 +27,8 @@ from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import NodeGrantTrust
+from vgpu.app.fake_mode import fake_grant_keys
 from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
-from vgpu.app.scheduler.fake_mode import sign_listed_grants
-from vgpu.app.scheduler.keys import new_key_ring
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.grant_trust import NamedSchedulers, Signatures
 from vgpu.domain.inventory import GpuInfo
@@ -83,9 +80,7 @@ def make_grant_keys(
     has signed the grants the file's pods carry, as the fake-cluster scheduler does: the file
     describes a trusted cluster."""
     if config.fake_cluster is not None:
-        ring = new_key_ring(datetime.now(UTC))
-        sign_listed_grants(cluster, ring, vendor)
-        return FakeGrantKeys(ring)
+        return fake_grant_keys(cluster, vendor)
     from vgpu.adapters.kubernetes.connection import new_api_client
     from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 

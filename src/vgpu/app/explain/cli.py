@@ -9,8 +9,8 @@ from typing import Any
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.explain.inquiry import NotAGpuPod, explain_in_cluster
+from vgpu.app.fake_mode import FakeClusterError, load_fake_cluster
 from vgpu.app.scheduler.config import SchedulerConfig, load_config
-from vgpu.app.scheduler.fake_mode import FakeClusterError, load_fake_cluster
 from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import DomainError, Pod, pod_from_manifest
 from vgpu.ports.cluster import ClusterError, ClusterPort

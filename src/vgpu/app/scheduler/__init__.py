@@ -3,5 +3,6 @@
 Modules, one idea each: `config` (settings), `state` (ledger, quota and reservations under one
 lock), `follower` (cluster events into the state), `service` (the use cases), `wire` (HTTP body
 models), `http` (FastAPI routes), `metrics` (Prometheus), `runtime` (start, sync, sweep, stop),
-`fake_mode` (the `--fake-cluster` file), `container` (wiring) and `cli`.
+`container` (wiring) and `cli`. The `--fake-cluster` file, which every process reads, is
+`vgpu.app.fake_mode`.
 """

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from dependency_injector import containers, providers
@@ -17,16 +17,16 @@ from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.explain.store import ExplanationStore
+from vgpu.app.fake_mode import PodRecorder, fake_grant_keys, load_fake_cluster
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
-from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.handshake import NodeHandshake
-from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.scheduler.keys import GrantKeys
 from vgpu.app.scheduler.late_grants import LateGrants
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
@@ -64,10 +64,10 @@ def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> Cl
     """The fake cluster from a file (with a fresh key ring), or the Kubernetes adapter."""
     if fake_cluster_file is not None:
         cluster = load_fake_cluster(fake_cluster_file, config.vendor())
-        ring = new_key_ring(datetime.now(UTC))
-        if config.signing.enabled:
-            sign_listed_grants(cluster, ring, config.vendor())
-        return ClusterBackend(cluster, FakeGrantKeys(ring), remember_pod=PodRecorder(cluster))
+        # with signing off no key is ever read: nothing to sign the listed grants with
+        signing = config.signing.enabled
+        store = fake_grant_keys(cluster, config.vendor()) if signing else FakeGrantKeys()
+        return ClusterBackend(cluster, store, remember_pod=PodRecorder(cluster))
     from vgpu.app.scheduler.kube import kubernetes_backend  # the client is heavy; load on use
 
     port, lifecycle, leadership, keys, certs = kubernetes_backend(config)
