@@ -30,6 +30,7 @@ from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pending import FAILED, SUCCESS, Waiting, find_pending_pod
 from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust, container_label, pod_grants
+from vgpu.app.preconditioned_patch import Outcome, patch_preconditioned
 from vgpu.domain.allocation import AllocationConfig, AllocationInput, allocate_container
 from vgpu.domain.codec import encode_pod_grants
 from vgpu.domain.device import MIG_MODE
@@ -48,7 +49,7 @@ from vgpu.domain.pod import Container, Pod
 from vgpu.domain.request import parse_request
 from vgpu.domain.signing import GrantClaim
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, Vendor
-from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict
+from vgpu.ports.cluster import ClusterError, ClusterPort
 from vgpu.ports.gpu import GpuUnavailable, MigError
 from vgpu.ports.kubelet import ContainerResponse, DevicePluginError
 from vgpu.ports.served import RecordError
@@ -322,26 +323,16 @@ class Allocator:
         patch[MIG_ALLOCATIONS_ANNOTATION] = encode_mig_allocations(
             [_with_runtime(r, mig.served.get(r.key)) for r in decode_mig_allocations(text)]
         )
-        try:
-            self._cluster.patch_pod_annotations(
-                pod.namespace, pod.name, patch, resource_version=pod.resource_version
-            )
-            return
-        except Conflict:
-            fresh = self._cluster.read_pod(pod.namespace, pod.name)
-            unchanged = (
-                fresh is not None
-                and fresh.uid == pod.uid
-                and all(
-                    fresh.annotations.get(k) == pod.annotations.get(k)
-                    for k in (self._vendor.to_allocate_annotation, MIG_ALLOCATIONS_ANNOTATION)
-                )
-            )
-            if fresh is None or not unchanged:
-                raise
-        self._cluster.patch_pod_annotations(
-            pod.namespace, pod.name, patch, resource_version=fresh.resource_version
+        written = patch_preconditioned(
+            self._cluster, pod, patch, unchanged=self._same_grant, settle=False
         )
+        if written.outcome is not Outcome.WRITTEN:
+            raise DevicePluginError(written.detail)
+
+    def _same_grant(self, before: Pod, current: Pod) -> bool:
+        """Whether the pod still has the grant and the reservations the call served."""
+        keys = (self._vendor.to_allocate_annotation, MIG_ALLOCATIONS_ANNOTATION)
+        return all(current.annotations.get(k) == before.annotations.get(k) for k in keys)
 
     def _answer(self, pod: Pod, container: Container, segment: ContainerGrant) -> ContainerResponse:
         self._host.prepare(pod.uid, container.name)
