@@ -12,6 +12,7 @@ from vgpu.adapters.kubelet import KubeletCheckpoint, KubeletPlugin
 from vgpu.app.device_plugin.allocator import Allocator
 from vgpu.app.device_plugin.config import DevicePluginConfig
 from vgpu.app.device_plugin.daemon import DevicePluginDaemon
+from vgpu.app.device_plugin.discovery import discover
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
@@ -31,12 +32,9 @@ from vgpu.app.fake_mode import fake_grant_keys
 from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.grant_trust import NamedSchedulers, Signatures
-from vgpu.domain.inventory import GpuInfo
-from vgpu.domain.mig import MigProfile
-from vgpu.domain.mig_allowlist import MigAllowlistEntry, allowlisted_profiles
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
-from vgpu.ports.gpu import GpuPort, GpuUnavailable, MigError, MigPort
+from vgpu.ports.gpu import GpuPort, MigPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.kubelet import PluginOptions
 
@@ -115,70 +113,6 @@ def make_trust(
 
 def make_vendor(config: DevicePluginConfig) -> Vendor:
     return Vendor(word=config.vendor_word, count_resource=config.resource_name)
-
-
-def discover(
-    port: GpuPort,
-    settings: NodeSettings,
-    numa_topology: bool,
-    allowlist: tuple[MigAllowlistEntry, ...] | None = None,
-) -> GpuState:
-    """The GPUs this plugin serves: NVML's (or the fake's) minus the node config's filters;
-    those in MIG mode with the profiles `allowlist` lets them publish (None: all)."""
-    kept = []
-    for gpu in port.discover():
-        if settings.keeps(gpu):
-            log.info(
-                "GPU %d %s: %s, %d MiB, NUMA %d%s",
-                gpu.index,
-                gpu.uuid,
-                gpu.name,
-                gpu.memory_mib,
-                gpu.numa,
-                ", MIG on" if gpu.mig_enabled else "",
-            )
-            kept.append(gpu)
-        else:
-            log.info("GPU %d %s: filtered out by the node config", gpu.index, gpu.uuid)
-    profiles = _mig_profiles(port, kept, allowlist)
-    return GpuState(kept, settings.sharing, numa_topology, profiles)
-
-
-def _mig_profiles(
-    port: GpuPort, gpus: list[GpuInfo], allowlist: tuple[MigAllowlistEntry, ...] | None
-) -> dict[str, tuple[MigProfile, ...]]:
-    """The instance profiles of the kept GPUs in MIG mode, as the allowlist renames and
-    filters them; one without any is not registered (logged), as HAMi leaves it out."""
-    in_mig = [gpu for gpu in gpus if gpu.mig_enabled]
-    if not in_mig:
-        return {}
-    profiles: dict[str, tuple[MigProfile, ...]] = {}
-    if isinstance(port, MigPort):
-        try:
-            profiles = port.mig_profiles()
-        except (MigError, GpuUnavailable) as exc:
-            log.error("MIG profiles not readable: %s", exc)
-    for gpu in in_mig:
-        found = profiles.get(gpu.uuid, ())
-        if allowlist is not None:
-            allowed = allowlisted_profiles(gpu.name, found, allowlist)
-            if allowed is None:
-                log.warning(
-                    "GPU %d %s: no mig_profile_allowlist entry names model %r: not registered "
-                    "in MIG mode",
-                    gpu.index,
-                    gpu.uuid,
-                    gpu.name,
-                )
-                profiles.pop(gpu.uuid, None)
-                continue
-            found = profiles[gpu.uuid] = allowed
-        if found:
-            names = ", ".join(p.name for p in found)
-            log.info("GPU %d %s: MIG profiles %s", gpu.index, gpu.uuid, names)
-        else:
-            log.warning("GPU %d %s: MIG on, no profile known: not registered", gpu.index, gpu.uuid)
-    return profiles
 
 
 def make_mig_manager(
