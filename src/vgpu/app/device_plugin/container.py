@@ -9,21 +9,28 @@ from dependency_injector import containers, providers
 from vgpu import __version__
 from vgpu.adapters.hostfile import JsonServedRecord
 from vgpu.adapters.kubelet import KubeletCheckpoint, KubeletPlugin
+from vgpu.app.device_plugin.allocate_patch import AllocatePatch
 from vgpu.app.device_plugin.allocator import Allocator
+from vgpu.app.device_plugin.bind_phase import BindPhase
 from vgpu.app.device_plugin.config import DevicePluginConfig
 from vgpu.app.device_plugin.daemon import DevicePluginDaemon
 from vgpu.app.device_plugin.discovery import discover
 from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.hamicore_answer import HamiCoreAnswers
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keeper import OccupancyKeeper
 from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.kubeletholders import KubeletHolders
+from vgpu.app.device_plugin.mig_serving import MigServing
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
 from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.pod_search import PodSearch
 from vgpu.app.device_plugin.registrar import NodeRegistrar
+from vgpu.app.device_plugin.segments import Segments
 from vgpu.app.device_plugin.served import ServedRecord
+from vgpu.app.device_plugin.served_recorder import ServedRecorder
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
@@ -192,17 +199,27 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     )
     allocator = providers.Singleton(
         Allocator,
-        cluster,
-        gpus,
-        config.provided.node_name,
-        providers.Singleton(allocation_config, config, settings),
-        host,
         vendor,
-        trust,
+        providers.Singleton(
+            PodSearch,
+            cluster,
+            config.provided.node_name,
+            vendor,
+            trust,
+            settle_s=config.provided.settle,
+        ),
         ledger,
-        served,
-        settle_s=config.provided.settle,
-        mig=mig,
+        providers.Singleton(Segments, gpus, vendor),
+        providers.Singleton(
+            HamiCoreAnswers,
+            providers.Singleton(allocation_config, config, settings),
+            host,
+            vendor,
+        ),
+        providers.Singleton(MigServing, gpus, mig),
+        providers.Singleton(ServedRecorder, served, trust),
+        providers.Singleton(AllocatePatch, cluster, vendor),
+        providers.Singleton(BindPhase, cluster, config.provided.node_name),
     )
     service = providers.Singleton(
         DevicePluginService, gpus, allocator, settings.provided.preferred_allocation
