@@ -98,6 +98,7 @@ class MigWorld:
     mig: MigManager
     allocator: Allocator
     trust: NodeGrantTrust
+    record: FakeServedRecord  # where the served record is kept
 
     def put(self, pod: Pod) -> Pod:
         stored = self.cluster.put_pod(pod)
@@ -126,11 +127,12 @@ def mig_world(
     gpus = GpuState(GPUS, SharingConfig(split_count=7), mig_profiles=fake.mig_profiles())
     ring = KeyRingCache(FakeGrantKeys(RING), "the fake key store", clock=lambda: 0.0)
     trust = NodeGrantTrust(Signatures(ring), NODE, NVIDIA)
-    mig = MigManager(fake, cluster, NODE, gpus, trust)
-    served = ServedRecord(FakeServedRecord(), NODE)
+    record = FakeServedRecord()
+    served = ServedRecord(record, NODE)
+    mig = MigManager(fake, cluster, NODE, gpus, trust, served)
     holders = KubeletHolders(FakeKubeletCheckpoint(), gpus, NVIDIA.count_resource)
     allocation = AllocationConfig(hook_path=str(tmp_path / "hook"))
     host = HostDirs(str(tmp_path / "hook"), lock_dir=str(tmp_path / "vgpulock"))
     ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders)
     allocator = allocator_of(cluster, gpus, trust, ledger, served, allocation, host, mig=mig)
-    return MigWorld(cluster, fake, gpus, mig, allocator, trust)
+    return MigWorld(cluster, fake, gpus, mig, allocator, trust, record)

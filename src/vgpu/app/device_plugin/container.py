@@ -128,11 +128,13 @@ def make_mig_manager(
     cluster: ClusterPort,
     gpus: GpuState,
     trust: NodeGrantTrust,
+    served: ServedRecord,
 ) -> MigManager | None:
     """The MIG instance manager, where the GPU port can make instances."""
     if not isinstance(port, MigPort):
         return None
-    return MigManager(port, cluster, config.node_name, gpus, trust, config.mig_reconcile_interval)
+    interval = config.mig_reconcile_interval
+    return MigManager(port, cluster, config.node_name, gpus, trust, served, interval)
 
 
 def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> AllocationConfig:
@@ -180,11 +182,11 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         config.provided.mig_allowlist,
     )
     trust = providers.Singleton(make_trust, config, vendor, grant_keys.provider)
-    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus, trust)
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
     served = providers.Singleton(ServedRecord, served_store, config.provided.node_name)
+    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus, trust, served)
     ledger = providers.Singleton(
         NodeLedger,
         cluster,
