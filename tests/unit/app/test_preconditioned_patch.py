@@ -2,12 +2,10 @@
 after a 409 only on the same pod with what the caller depends on unchanged, at most once, and
 an ambiguous failure read back only where the caller settles it."""
 
-from collections.abc import Mapping
-
+from tests.unit.scheduler.test_ambiguous_writes import PatchCommitsThenTimesOut
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.preconditioned_patch import Outcome, patch_preconditioned
 from vgpu.domain.pod import Pod
-from vgpu.ports.cluster import ClusterError
 
 
 def anything_goes(before: Pod, current: Pod) -> bool:
@@ -60,23 +58,12 @@ def test_a_conflict_is_retried_once_only() -> None:
     assert len(seen) == 1  # asked after the first 409 only: no third attempt
 
 
-class TimesOut(FakeCluster):
-    """The patch is applied but its answer is lost; reads are counted."""
+class TimesOut(PatchCommitsThenTimesOut):
+    """The patch is applied but its answer is lost; live reads are counted."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reads = 0
-
-    def patch_pod_annotations(
-        self,
-        namespace: str,
-        name: str,
-        annotations: Mapping[str, str | None],
-        labels: Mapping[str, str | None] | None = None,
-        resource_version: str | None = None,
-    ) -> Pod:
-        super().patch_pod_annotations(namespace, name, annotations, labels, resource_version)
-        raise ClusterError("PATCH pod: HTTP 504: gateway timeout")
 
     def read_pod(self, namespace: str, name: str) -> Pod | None:
         self.reads += 1

@@ -3,6 +3,7 @@ still use (docs/protocol.md#mig-instance-lifecycle); when the pods or the served
 be read every instance stays in place; a reservation nobody vouches for (unsigned, unreadable)
 claims nothing, and what was served keeps its instance whatever its pod's annotations say."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -193,26 +194,28 @@ def test_a_recorded_identity_that_does_not_match_is_not_adopted(tmp_path: Path) 
     assert w.fake.mig_instances() == [used]  # its GPU is reserved: never destroyed at start
 
 
-def test_nothing_is_destroyed_while_the_served_record_cannot_be_read(tmp_path: Path) -> None:
+def pods_unlisted(w: MigWorld, problem: str) -> None:
+    w.cluster.list_pods_error = problem
+
+
+def record_unreadable(w: MigWorld, problem: str) -> None:
+    w.record.read_error = problem
+
+
+@pytest.mark.parametrize(
+    "unreadable", [pods_unlisted, record_unreadable], ids=["pods", "served-record"]
+)
+def test_start_destroys_nothing_while_what_it_judges_by_cannot_be_read(
+    tmp_path: Path, unreadable: Callable[[MigWorld, str], None]
+) -> None:
     w = mig_world(tmp_path)
-    w.record.read_error = "permission denied"
+    unreadable(w, "it cannot be read")
     stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
 
     assert not w.mig.start()
     assert not w.mig.reconcile()
     assert w.fake.mig_instances() == [stray]
 
-    w.record.read_error = ""
+    unreadable(w, "")
     assert w.mig.reconcile()
     assert w.fake.mig_instances() == []
-
-
-def test_start_destroys_nothing_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
-    w = mig_world(tmp_path)
-    w.cluster.list_pods_error = "the API server is unreachable"
-    stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
-
-    assert not w.mig.start()
-    assert not w.mig.reconcile()
-
-    assert w.fake.mig_instances() == [stray]
