@@ -175,6 +175,8 @@ class MigManager:
             if not text or not self._trusted(pod):
                 entry = served.get(pod.uid)
                 text = "" if entry is None else entry.grant.mig_reservations
+                if text:
+                    log.debug("pod %s: MIG reservations as the served record has them", pod.key)
             if not text:
                 continue
             try:
@@ -190,7 +192,7 @@ class MigManager:
         except KeyRingUnavailable as exc:
             raise MigReservationError(f"pod {pod.key}: its grant cannot be checked: {exc}") from exc
         if problem is not None:
-            log.debug("pod %s: MIG reservations not counted: %s", pod.key, problem)
+            log.debug("pod %s: its MIG reservations are not believed: %s", pod.key, problem)
         return problem is None
 
     def _start(self) -> bool:
