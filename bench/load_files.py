@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from fixture import Cluster, Size, build_cluster
 
-from vgpu.app.scheduler.fake_mode import load_fake_cluster
+from vgpu.app.fake_mode import load_fake_cluster
 from vgpu.domain import NVIDIA
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.app.errors import ConfigError
-from vgpu.app.scheduler.fake_mode import load_fake_cluster
+from vgpu.app.fake_mode import load_fake_cluster
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.gpu import GpuPort

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from vgpu.app.errors import ConfigError
+from vgpu.app.fake_mode import FakeClusterError, load_fake_cluster
 from vgpu.app.mapping_file import read_mapping_streaming
-from vgpu.app.scheduler.fake_mode import FakeClusterError, load_fake_cluster
 from vgpu.app.settings import parse_yaml_mapping, read_yaml_mapping
 from vgpu.app.simulate.scenario import default_scenario_text, parse_scenario
 from vgpu.domain import NVIDIA

@@ -11,13 +11,21 @@ from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.fake.kubelet import FakeKubeletCheckpoint
 from vgpu.adapters.fake.served import FakeServedRecord
+from vgpu.app.device_plugin.allocate_patch import AllocatePatch
 from vgpu.app.device_plugin.allocator import Allocator
+from vgpu.app.device_plugin.bind_phase import BindPhase
 from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.hamicore_answer import HamiCoreAnswers
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.kubeletholders import KubeletHolders
+from vgpu.app.device_plugin.mig_serving import MigServing
+from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.pod_search import PodSearch
+from vgpu.app.device_plugin.segments import Segments
 from vgpu.app.device_plugin.served import ServedRecord
+from vgpu.app.device_plugin.served_recorder import ServedRecorder
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.inventory import GpuInfo, SharingConfig
@@ -141,7 +149,6 @@ def world(
     hook = tmp_path / "hook"
     allocation = AllocationConfig(hook_path=str(hook), **config)
     host = HostDirs(str(hook), lock_dir=str(tmp_path / "vgpulock"))
-    ids = (f"cache{i}" for i in itertools.count())
     keys = FakeGrantKeys(RING)
     clock = [0.0]
     ring = KeyRingCache(keys, "the fake key store", clock=lambda: clock[0])
@@ -152,20 +159,38 @@ def world(
     checkpoint = FakeKubeletCheckpoint()
     holders = KubeletHolders(checkpoint, gpus, NVIDIA.count_resource)
     ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders)
-    allocator = Allocator(
-        cluster,
-        gpus,
-        NODE,
-        allocation,
-        host,
-        NVIDIA,
-        trust,
-        ledger,
-        served,
-        lambda: next(ids),
-        settle_s,
-        sleep,
+    allocator = allocator_of(
+        cluster, gpus, trust, ledger, served, allocation, host, settle_s=settle_s, sleep=sleep
     )
     return World(
         cluster, gpus, allocator, hook, keys, clock, trust, ledger, served, record, checkpoint
+    )
+
+
+def allocator_of(
+    cluster: FakeCluster,
+    gpus: GpuState,
+    trust: NodeGrantTrust,
+    ledger: NodeLedger,
+    served: ServedRecord,
+    allocation: AllocationConfig,
+    host: HostDirs,
+    *,
+    settle_s: float = 0.0,
+    sleep: Callable[[float], None] = lambda seconds: None,
+    mig: MigManager | None = None,
+) -> Allocator:
+    """The allocator of node NODE, composed as the container composes it; cache ids count up
+    (`cache0`, `cache1`, ...)."""
+    ids = (f"cache{i}" for i in itertools.count())
+    return Allocator(
+        NVIDIA,
+        PodSearch(cluster, NODE, NVIDIA, trust, settle_s, sleep),
+        ledger,
+        Segments(gpus, NVIDIA),
+        HamiCoreAnswers(allocation, host, NVIDIA, lambda: next(ids)),
+        MigServing(gpus, mig),
+        ServedRecorder(served, trust),
+        AllocatePatch(cluster, NVIDIA),
+        BindPhase(cluster, NODE),
     )

@@ -1,12 +1,11 @@
 """A node with two A100s in MIG mode (fake), its allocator and MIG manager, and pods as vgpu's
 scheduler leaves them after placing MIG devices (grant and reservations signed)."""
 
-import itertools
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from tests.unit.device_plugin.builders import ASSIGNED_TIME, NODE, RING
+from tests.unit.device_plugin.builders import ASSIGNED_TIME, NODE, RING, allocator_of
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.adapters.fake.keys import FakeGrantKeys
@@ -98,6 +97,8 @@ class MigWorld:
     gpus: GpuState
     mig: MigManager
     allocator: Allocator
+    trust: NodeGrantTrust
+    record: FakeServedRecord  # where the served record is kept
 
     def put(self, pod: Pod) -> Pod:
         stored = self.cluster.put_pod(pod)
@@ -126,23 +127,12 @@ def mig_world(
     gpus = GpuState(GPUS, SharingConfig(split_count=7), mig_profiles=fake.mig_profiles())
     ring = KeyRingCache(FakeGrantKeys(RING), "the fake key store", clock=lambda: 0.0)
     trust = NodeGrantTrust(Signatures(ring), NODE, NVIDIA)
-    mig = MigManager(fake, cluster, NODE, gpus, trust)
-    ids = (f"cache{i}" for i in itertools.count())
-    served = ServedRecord(FakeServedRecord(), NODE)
+    record = FakeServedRecord()
+    served = ServedRecord(record, NODE)
+    mig = MigManager(fake, cluster, NODE, gpus, trust, served)
     holders = KubeletHolders(FakeKubeletCheckpoint(), gpus, NVIDIA.count_resource)
-    allocator = Allocator(
-        cluster,
-        gpus,
-        NODE,
-        AllocationConfig(hook_path=str(tmp_path / "hook")),
-        HostDirs(str(tmp_path / "hook"), lock_dir=str(tmp_path / "vgpulock")),
-        NVIDIA,
-        trust,
-        NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders),
-        served,
-        lambda: next(ids),
-        0.0,
-        lambda seconds: None,
-        mig=mig,
-    )
-    return MigWorld(cluster, fake, gpus, mig, allocator)
+    allocation = AllocationConfig(hook_path=str(tmp_path / "hook"))
+    host = HostDirs(str(tmp_path / "hook"), lock_dir=str(tmp_path / "vgpulock"))
+    ledger = NodeLedger(cluster, gpus, NODE, NVIDIA, trust, served, holders)
+    allocator = allocator_of(cluster, gpus, trust, ledger, served, allocation, host, mig=mig)
+    return MigWorld(cluster, fake, gpus, mig, allocator, trust, record)

@@ -53,7 +53,7 @@ def test_allocate_makes_the_reserved_instance_and_answers_its_mig_uuid(tmp_path:
     (recorded,) = decode_mig_allocations(pod.annotations[MIG_ALLOCATIONS_ANNOTATION])
     assert recorded.runtime == MigRuntime(made.mig_uuid, made.gpu_instance_id, 0)
     assert pod.annotations["hami.io/bind-phase"] == "success"
-    assert w.allocator._trust.problem(pod) is None  # runtime fields keep the signature valid
+    assert w.trust.problem(pod) is None  # runtime fields keep the signature valid
 
 
 def test_devices_follow_the_reservations_device_order_counting_init_containers_first(

@@ -5,7 +5,7 @@ import pytest
 
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.app.device_plugin.config import ConfigError, load_config
-from vgpu.app.device_plugin.container import discover
+from vgpu.app.device_plugin.discovery import discover
 from vgpu.app.device_plugin.nodeconfig import node_settings
 from vgpu.domain.inventory import GpuInfo
 from vgpu.domain.mig import MigPlacement, MigProfile

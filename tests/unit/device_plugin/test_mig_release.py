@@ -1,7 +1,9 @@
 """MIG instances go when their pod goes, and a restarted plugin takes up the instances its pods
-still use (docs/protocol.md#mig-instance-lifecycle); when the pods cannot be listed every instance stays in place, and
-a reservation nobody vouches for (unsigned, unreadable) claims nothing."""
+still use (docs/protocol.md#mig-instance-lifecycle); when the pods or the served record cannot
+be read every instance stays in place; a reservation nobody vouches for (unsigned, unreadable)
+claims nothing, and what was served keeps its instance whatever its pod's annotations say."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from vgpu.domain.mig import (
     encode_mig_allocations,
 )
 from vgpu.domain.pod import Pod
+from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
 
 SMALL = "NVIDIA,4864,15:"
 
@@ -110,6 +113,31 @@ def test_a_forged_runtime_identity_neither_adopts_nor_keeps_another_pods_instanc
     assert w.fake.mig_instances() == []  # the thief's claim kept nothing alive
 
 
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        {GRANT_SIGNATURE_ANNOTATION: "k1:garbled"},
+        {MIG_ALLOCATIONS_ANNOTATION: "[]"},
+        {MIG_ALLOCATIONS_ANNOTATION: '[{"containerIndex":'},
+    ],
+    ids=["signature-garbled", "reservations-dropped", "reservations-unreadable"],
+)
+def test_a_tenant_editing_its_served_pod_keeps_its_instance_until_the_pod_ends(
+    tmp_path: Path, tamper: dict[str, str]
+) -> None:
+    w = mig_world(tmp_path)
+    pod = allocated(w, "train", MIG_A, 0)
+    w.cluster.put_pod(replace(pod, annotations={**pod.annotations, **tamper}))
+
+    assert w.mig.reconcile()
+    assert w.live() == [(MIG_A, "1g.5gb", 0, 1)]  # the served record still vouches for it
+    assert [m.pod for m in w.mig.managed()] == ["default/train"]
+
+    w.cluster.put_pod(replace(w.pod("train"), phase="Succeeded"))
+    assert w.mig.reconcile()
+    assert w.live() == []
+
+
 def running_with(name: str, instance: MigInstance, runtime: MigRuntime | None) -> Pod:
     """A running pod whose reservation names `instance`'s slices, with `runtime` recorded."""
     reservation = MigReservation(
@@ -167,12 +195,28 @@ def test_a_recorded_identity_that_does_not_match_is_not_adopted(tmp_path: Path) 
     assert w.fake.mig_instances() == [used]  # its GPU is reserved: never destroyed at start
 
 
-def test_start_destroys_nothing_while_the_pods_cannot_be_listed(tmp_path: Path) -> None:
+def pods_unlisted(w: MigWorld, problem: str) -> None:
+    w.cluster.list_pods_error = problem
+
+
+def record_unreadable(w: MigWorld, problem: str) -> None:
+    w.record.read_error = problem
+
+
+@pytest.mark.parametrize(
+    "unreadable", [pods_unlisted, record_unreadable], ids=["pods", "served-record"]
+)
+def test_start_destroys_nothing_while_what_it_judges_by_cannot_be_read(
+    tmp_path: Path, unreadable: Callable[[MigWorld, str], None]
+) -> None:
     w = mig_world(tmp_path)
-    w.cluster.list_pods_error = "the API server is unreachable"
+    unreadable(w, "it cannot be read")
     stray = w.fake.create_mig_instance(MIG_B, "3g.20gb", MigPlacement(0, 4))
 
     assert not w.mig.start()
     assert not w.mig.reconcile()
-
     assert w.fake.mig_instances() == [stray]
+
+    unreadable(w, "")
+    assert w.mig.reconcile()
+    assert w.fake.mig_instances() == []

@@ -1,20 +1,21 @@
 """A scheduler service on a FakeCluster, with a hand-driven clock, and pod/node builders."""
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
+
+from dependency_injector import providers
 
 from tests.unit.domain.builders import mig_card
 from vgpu.adapters.fake.cluster import FakeCluster
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.scheduler.config import SchedulerConfig
-from vgpu.app.scheduler.container import build_trust
-from vgpu.app.scheduler.fence import Fence
+from vgpu.app.scheduler.container import ClusterBackend, SchedulerContainer
+from vgpu.app.scheduler.events import MESSAGE_LIMIT
 from vgpu.app.scheduler.follower import ClusterFollower
-from vgpu.app.scheduler.grants import PodWriter
-from vgpu.app.scheduler.keys import GrantKeys
 from vgpu.app.scheduler.late_grants import LateGrants
 from vgpu.app.scheduler.occupancy import OccupancyBook
-from vgpu.app.scheduler.pod_events import ClusterPodEvents
 from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.runtime import SchedulerRuntime
@@ -114,6 +115,7 @@ class World:
     book: OccupancyBook
     recorder: OccupancyRecorder
     late_grants: LateGrants
+    container: SchedulerContainer
 
     def add_pod(self, body: dict[str, Any]) -> None:
         self.cluster.put_pod(pod_from_manifest(body))
@@ -140,7 +142,9 @@ def world(
     leader: bool = True,
     **settings: Any,
 ) -> World:
-    """A synced service following `cluster` (a fresh FakeCluster with `nodes` by default).
+    """A synced service following `cluster` (a fresh FakeCluster with `nodes` by default),
+    wired by the scheduler's container; Events are written at once (no queue to drain), and no
+    explanations are kept (messages do not point at `vgpu explain`).
 
     `w.leader[0] = False` makes the replica a follower from then on."""
     config = SchedulerConfig.model_validate(settings)
@@ -149,49 +153,51 @@ def world(
     fake = cluster if cluster is not None else FakeCluster()
     for node in nodes:
         fake.put_node(node)
-    state = SchedulerState()
     key_store = FakeGrantKeys(KEYS)
-    keys = GrantKeys(key_store) if config.signing.enabled else None
-    trust = build_trust(config, keys)
-    fence = Fence(lambda: leading[0])
-    revoker = Revoker(PodWriter(fake, config.vendor(), fence), config.vendor())
-    book = OccupancyBook()
-    late_grants = LateGrants(revoker, ClusterPodEvents(fake, lambda: leading[0]), fence)
-    follower = ClusterFollower(
-        state, config.vendor(), config.defaults.memory_factor, clock, trust, book, late_grants
-    )
-    runtime = SchedulerRuntime(
-        fake,
-        state,
-        follower,
-        clock,
-        config.reservation_timeout,
-        config.sync_timeout,
-        leadership=_Leadership(leading),
-        revoker=revoker,
-        keys=keys,
-    )
+    container = SchedulerContainer(config=config, clock=providers.Object(clock))
+    backend = ClusterBackend(fake, key_store, leadership=_Leadership(leading))
+    container.backend.override(providers.Object(backend))
+    container.events.override(providers.Singleton(EventsAtOnce, fake, container.leader_check))
+    container.explanations.override(providers.Object(None))
+    follower = container.follower()
     fake.subscribe(follower.handle)
+    runtime = container.runtime()
     runtime.sync_now()
-    service = SchedulerService(
-        fake, state, config, trust, revoker, runtime.is_leader, clock, book=book
-    )
-    recorder = OccupancyRecorder(fake, book, fence)
     return World(
         fake,
-        state,
-        service,
+        container.state(),
+        container.service(),
         runtime,
         clock,
         config,
-        revoker,
+        container.revoker(),
         leading,
         key_store,
         follower,
-        book,
-        recorder,
-        late_grants,
+        container.book(),
+        container.recorder(),
+        container.late_grants(),
+        container,
     )
+
+
+class EventsAtOnce:
+    """The EventQueue's rules without its thread: written at once by the leader only, the
+    message cut to the API's limit, never raising (an Event is a courtesy)."""
+
+    def __init__(self, cluster: FakeCluster, is_leader: Callable[[], bool]) -> None:
+        self._cluster = cluster
+        self._is_leader = is_leader
+
+    def record(
+        self, namespace: str, pod: str, reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        if not self._is_leader():
+            return
+        if len(message) > MESSAGE_LIMIT:
+            message = message[: MESSAGE_LIMIT - 3] + "..."
+        with contextlib.suppress(Exception):
+            self._cluster.record_event(namespace, pod, reason, message, warning=warning)
 
 
 class _Leadership:

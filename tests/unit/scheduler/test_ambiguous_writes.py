@@ -7,8 +7,9 @@ import pytest
 
 from tests.unit.scheduler.builders import A40_UUIDS, a40_node, manifest, world
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.app.preconditioned_patch import Outcome
 from vgpu.app.scheduler.fence import Fence
-from vgpu.app.scheduler.grants import Outcome, PodWriter
+from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.pod_locks import PodLocks
 from vgpu.domain import NVIDIA, Pod
 from vgpu.ports.cluster import ClusterError, Conflict

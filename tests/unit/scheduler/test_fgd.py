@@ -7,13 +7,9 @@ import pytest
 
 from tests.unit.scheduler.builders import World, gpu_node, manifest, world
 from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
-from vgpu.app.scheduler.container import build_trust
-from vgpu.app.scheduler.service import SchedulerService
-from vgpu.app.scheduler.shapes import ShapeWindow
 from vgpu.domain import Policy
 from vgpu.domain.fragmentation.cards import CardShape
 
-UNSIGNED = {"enabled": False}  # the replaced service signs nothing: no key ring to load
 # three in four pods take half a card, one in four a whole one
 SEEDS = {
     "seed_shapes": [
@@ -21,16 +17,6 @@ SEEDS = {
         {"memory_percent": 100, "cores": 100, "weight": 1},
     ]
 }
-
-
-def with_shapes(w: World) -> ShapeWindow:
-    """`w` with its service replaced by one that keeps a window of recent shapes."""
-    shapes = ShapeWindow(w.config.fragmentation, w.config.vendor())
-    trust = build_trust(w.config, None)
-    w.service = SchedulerService(
-        w.cluster, w.state, w.config, trust, w.revoker, clock=w.clock, shapes=shapes
-    )
-    return shapes
 
 
 def placed(w: World, name: str) -> tuple[str, str]:
@@ -45,9 +31,7 @@ def test_fgd_by_config_places_where_least_is_stranded_for_the_seeded_shapes() ->
         node_policy="fgd",
         gpu_policy="fgd",
         fragmentation=SEEDS,
-        signing=UNSIGNED,
     )
-    with_shapes(w)
     for name in ("p1", "p2"):
         result = w.filter(manifest(name, gpu=1, gpumem_percentage=30, gpucores=30), "a", "b")
         assert result.error == ""
@@ -61,10 +45,8 @@ def test_fgd_by_config_places_where_least_is_stranded_for_the_seeded_shapes() ->
 
 def test_a_pod_asks_for_fgd_by_annotation_under_a_binpack_cluster() -> None:
     window = {**SEEDS, "window": 4, "refresh": 1}  # pods seen soon outweigh the seeds
-    w = world(
-        gpu_node("a", cards=2), gpu_node("b", cards=2), fragmentation=window, signing=UNSIGNED
-    )
-    shapes = with_shapes(w)
+    w = world(gpu_node("a", cards=2), gpu_node("b", cards=2), fragmentation=window)
+    shapes = w.container.shapes()
     fgd = {"hami.io/node-scheduler-policy": "fgd", "hami.io/gpu-scheduler-policy": "fgd"}
     w.filter(manifest("p1", gpu=1, gpumem_percentage=30, gpucores=30), "a", "b")
     w.filter(manifest("p2", annotations=fgd, gpu=1, gpumem_percentage=30, gpucores=30), "a", "b")

@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 from tests.unit.scheduler.builders import A40_UUIDS, KEYS, a40_node, manifest, signed, world
 from vgpu.adapters.fake.keys import FakeGrantKeys
-from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.key_ring import new_key_ring
+from vgpu.app.scheduler.keys import GrantKeys
 from vgpu.domain.trust import GrantClaim, KeyRing
 
 NOW = datetime(2026, 11, 26, 5, 30, 12, tzinfo=UTC)

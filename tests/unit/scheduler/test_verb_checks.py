@@ -4,7 +4,6 @@ from datetime import timedelta
 
 from tests.unit.scheduler.builders import a40_node, manifest, world
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.app.scheduler.pod_events import ClusterPodEvents
 from vgpu.ports.cluster import NodeUpdate
 
 
@@ -83,7 +82,6 @@ def test_a_follower_writes_nothing_not_even_events() -> None:
     w.leader[0] = False
     assert "not the leader" in w.service.filter(manifest("p", gpu=1), ["node1"], None).error
     assert "not the leader" in w.service.bind("default", "p", "uid-p", "node1")
-    ClusterPodEvents(w.cluster, lambda: False).record("default", "p", "Reason", "message")
     assert w.cluster.events == [] and w.cluster.bindings == []
     assert w.pod_annotations("p") == {}
 

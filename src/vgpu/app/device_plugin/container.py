@@ -2,43 +2,46 @@
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
 from vgpu import __version__
-from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.adapters.hostfile import JsonServedRecord
 from vgpu.adapters.kubelet import KubeletCheckpoint, KubeletPlugin
+from vgpu.app.device_plugin.allocate_patch import AllocatePatch
 from vgpu.app.device_plugin.allocator import Allocator
+from vgpu.app.device_plugin.bind_phase import BindPhase
 from vgpu.app.device_plugin.config import DevicePluginConfig
 from vgpu.app.device_plugin.daemon import DevicePluginDaemon
+from vgpu.app.device_plugin.discovery import discover
 from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.app.device_plugin.hamicore_answer import HamiCoreAnswers
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.hostdirs import HostDirs
 from vgpu.app.device_plugin.keeper import OccupancyKeeper
 from vgpu.app.device_plugin.keyring import KeyRingCache
 from vgpu.app.device_plugin.kubeletholders import KubeletHolders
+from vgpu.app.device_plugin.mig_serving import MigServing
 from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
 from vgpu.app.device_plugin.nodeledger import NodeLedger
+from vgpu.app.device_plugin.pod_search import PodSearch
 from vgpu.app.device_plugin.registrar import NodeRegistrar
+from vgpu.app.device_plugin.segments import Segments
 from vgpu.app.device_plugin.served import ServedRecord
+from vgpu.app.device_plugin.served_recorder import ServedRecorder
 from vgpu.app.device_plugin.service import DevicePluginService
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import NodeGrantTrust
+from vgpu.app.fake_mode import fake_grant_keys
 from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
-from vgpu.app.scheduler.fake_mode import sign_listed_grants
-from vgpu.app.scheduler.keys import new_key_ring
 from vgpu.domain.allocation import AllocationConfig
-from vgpu.domain.inventory import GpuInfo
-from vgpu.domain.mig import MigAllowlistEntry, MigProfile, allowlisted_profiles
 from vgpu.domain.trust import NamedSchedulers, Signatures
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
-from vgpu.ports.gpu import GpuPort, GpuUnavailable, MigError, MigPort
+from vgpu.ports.gpu import GpuPort, MigPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.kubelet import PluginOptions
 
@@ -82,9 +85,7 @@ def make_grant_keys(
     has signed the grants the file's pods carry, as the fake-cluster scheduler does: the file
     describes a trusted cluster."""
     if config.fake_cluster is not None:
-        ring = new_key_ring(datetime.now(UTC))
-        sign_listed_grants(cluster, ring, vendor)
-        return FakeGrantKeys(ring)
+        return fake_grant_keys(cluster, vendor)
     from vgpu.adapters.kubernetes.connection import new_api_client
     from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 
@@ -121,81 +122,19 @@ def make_vendor(config: DevicePluginConfig) -> Vendor:
     return Vendor(word=config.vendor_word, count_resource=config.resource_name)
 
 
-def discover(
-    port: GpuPort,
-    settings: NodeSettings,
-    numa_topology: bool,
-    allowlist: tuple[MigAllowlistEntry, ...] | None = None,
-) -> GpuState:
-    """The GPUs this plugin serves: NVML's (or the fake's) minus the node config's filters;
-    those in MIG mode with the profiles `allowlist` lets them publish (None: all)."""
-    kept = []
-    for gpu in port.discover():
-        if settings.keeps(gpu):
-            log.info(
-                "GPU %d %s: %s, %d MiB, NUMA %d%s",
-                gpu.index,
-                gpu.uuid,
-                gpu.name,
-                gpu.memory_mib,
-                gpu.numa,
-                ", MIG on" if gpu.mig_enabled else "",
-            )
-            kept.append(gpu)
-        else:
-            log.info("GPU %d %s: filtered out by the node config", gpu.index, gpu.uuid)
-    profiles = _mig_profiles(port, kept, allowlist)
-    return GpuState(kept, settings.sharing, numa_topology, profiles)
-
-
-def _mig_profiles(
-    port: GpuPort, gpus: list[GpuInfo], allowlist: tuple[MigAllowlistEntry, ...] | None
-) -> dict[str, tuple[MigProfile, ...]]:
-    """The instance profiles of the kept GPUs in MIG mode, as the allowlist renames and
-    filters them; one without any is not registered (logged), as HAMi leaves it out."""
-    in_mig = [gpu for gpu in gpus if gpu.mig_enabled]
-    if not in_mig:
-        return {}
-    profiles: dict[str, tuple[MigProfile, ...]] = {}
-    if isinstance(port, MigPort):
-        try:
-            profiles = port.mig_profiles()
-        except (MigError, GpuUnavailable) as exc:
-            log.error("MIG profiles not readable: %s", exc)
-    for gpu in in_mig:
-        found = profiles.get(gpu.uuid, ())
-        if allowlist is not None:
-            allowed = allowlisted_profiles(gpu.name, found, allowlist)
-            if allowed is None:
-                log.warning(
-                    "GPU %d %s: no mig_profile_allowlist entry names model %r: not registered "
-                    "in MIG mode",
-                    gpu.index,
-                    gpu.uuid,
-                    gpu.name,
-                )
-                profiles.pop(gpu.uuid, None)
-                continue
-            found = profiles[gpu.uuid] = allowed
-        if found:
-            names = ", ".join(p.name for p in found)
-            log.info("GPU %d %s: MIG profiles %s", gpu.index, gpu.uuid, names)
-        else:
-            log.warning("GPU %d %s: MIG on, no profile known: not registered", gpu.index, gpu.uuid)
-    return profiles
-
-
 def make_mig_manager(
     config: DevicePluginConfig,
     port: GpuPort,
     cluster: ClusterPort,
     gpus: GpuState,
     trust: NodeGrantTrust,
+    served: ServedRecord,
 ) -> MigManager | None:
     """The MIG instance manager, where the GPU port can make instances."""
     if not isinstance(port, MigPort):
         return None
-    return MigManager(port, cluster, config.node_name, gpus, trust, config.mig_reconcile_interval)
+    interval = config.mig_reconcile_interval
+    return MigManager(port, cluster, config.node_name, gpus, trust, served, interval)
 
 
 def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> AllocationConfig:
@@ -243,11 +182,11 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         config.provided.mig_allowlist,
     )
     trust = providers.Singleton(make_trust, config, vendor, grant_keys.provider)
-    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus, trust)
     host = providers.Singleton(
         HostDirs, config.provided.hook_path, config.provided.lock_dir, __version__
     )
     served = providers.Singleton(ServedRecord, served_store, config.provided.node_name)
+    mig = providers.Singleton(make_mig_manager, config, gpu_port, cluster, gpus, trust, served)
     ledger = providers.Singleton(
         NodeLedger,
         cluster,
@@ -262,17 +201,27 @@ class DevicePluginContainer(containers.DeclarativeContainer):
     )
     allocator = providers.Singleton(
         Allocator,
-        cluster,
-        gpus,
-        config.provided.node_name,
-        providers.Singleton(allocation_config, config, settings),
-        host,
         vendor,
-        trust,
+        providers.Singleton(
+            PodSearch,
+            cluster,
+            config.provided.node_name,
+            vendor,
+            trust,
+            settle_s=config.provided.settle,
+        ),
         ledger,
-        served,
-        settle_s=config.provided.settle,
-        mig=mig,
+        providers.Singleton(Segments, gpus, vendor),
+        providers.Singleton(
+            HamiCoreAnswers,
+            providers.Singleton(allocation_config, config, settings),
+            host,
+            vendor,
+        ),
+        providers.Singleton(MigServing, gpus, mig),
+        providers.Singleton(ServedRecorder, served, trust),
+        providers.Singleton(AllocatePatch, cluster, vendor),
+        providers.Singleton(BindPhase, cluster, config.provided.node_name),
     )
     service = providers.Singleton(
         DevicePluginService, gpus, allocator, settings.provided.preferred_allocation

@@ -5,6 +5,9 @@ Pod annotations are the truth (docs/protocol.md#mig-instance-lifecycle): the res
 desired, where the pod's grant is trusted (`trust.NodeGrantTrust`: signed, reservations included).
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
 adopt it at start, or stall the release of every instance on the node with unreadable text.
+What was served vouches too: an active pod the served record (`served`) holds desires the
+reservations it was served under, whatever its annotations say now, so a tenant that garbles its
+own pod's signature or reservations cannot have the instances destroyed under it.
 The rules live in `vgpu.domain.mig.lifecycle`; this class applies them through the MIG port,
 one step at a time under one lock:
 
@@ -12,8 +15,8 @@ one step at a time under one lock:
   destroy the others only on MIG GPUs no active reservation names. A failed read of pods or
   instances leaves everything as it is and is tried again by the next `reconcile`.
 - `reconcile` (every `interval_s` and before each Allocate): destroy each managed instance whose
-  pod no longer desires it. When the pods or an annotation cannot be read, nothing is destroyed
-  that cycle (fail closed).
+  pod no longer desires it. When the pods, the served record or an annotation cannot be read,
+  nothing is destroyed that cycle (fail closed).
 - `realize` (Allocate): the pod's instances for one container, reused or created; on a failure
   the ones this call created are destroyed again.
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.keyring import KeyRingUnavailable
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.errors import CodecError
 from vgpu.domain.mig import (
@@ -46,6 +50,7 @@ from vgpu.domain.mig import (
 from vgpu.domain.pod import Pod
 from vgpu.ports.cluster import ClusterError, ClusterPort
 from vgpu.ports.gpu import GpuUnavailable, MigError, MigPort
+from vgpu.ports.served import RecordError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,7 @@ class MigManager:
         node: str,
         gpus: GpuState,
         trust: NodeGrantTrust,
+        served: ServedRecord,
         interval_s: float = 5.0,
     ) -> None:
         self._port = port
@@ -73,6 +79,7 @@ class MigManager:
         self._node = node
         self._gpus = gpus
         self._trust = trust
+        self._served = served
         self._interval = interval_s
         self._lock = threading.Lock()
         self._managed: dict[MigKey, Managed] = {}
@@ -152,15 +159,23 @@ class MigManager:
 
     # internals (the lock is held) -----------------------------------------------------------
     def _desired(self) -> list[PodReservation]:
-        """Reservations of this node's active pods with trusted grants; ClusterError or
-        MigReservationError (an annotation that does not read, or no grant keys to judge
-        by) when they are not known."""
+        """Reservations of this node's active pods: those of trusted grants (with the runtime
+        identity the pod records), else those the pod was served under. ClusterError,
+        RecordError or MigReservationError (an annotation that does not read, or no grant keys
+        to judge by) when they are not known."""
+        pods = self._cluster.list_pods(self._node)
+        served = self._served.entries()
         desired = []
-        for pod in self._cluster.list_pods(self._node):
+        for pod in pods:
             if pod.is_finished or pod.deleting or pod.node_name != self._node:
                 continue
             text = pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")
             if not text or not self._trusted(pod):
+                entry = served.get(pod.uid)
+                text = "" if entry is None else entry.grant.mig_reservations
+                if text:
+                    log.debug("pod %s: MIG reservations as the served record has them", pod.key)
+            if not text:
                 continue
             try:
                 reservations = decode_mig_allocations(text)
@@ -175,14 +190,14 @@ class MigManager:
         except KeyRingUnavailable as exc:
             raise MigReservationError(f"pod {pod.key}: its grant cannot be checked: {exc}") from exc
         if problem is not None:
-            log.debug("pod %s: MIG reservations not counted: %s", pod.key, problem)
+            log.debug("pod %s: its MIG reservations are not believed: %s", pod.key, problem)
         return problem is None
 
     def _start(self) -> bool:
         try:
             desired = self._desired()
             live = self._port.mig_instances()
-        except (ClusterError, MigReservationError, MigError, GpuUnavailable) as exc:
+        except (ClusterError, RecordError, MigReservationError, MigError, GpuUnavailable) as exc:
             log.warning("MIG start-up left every instance as it is, retrying later: %s", exc)
             return False
         plan = start_plan(desired, live, self._gpus.mig_uuids())
@@ -212,7 +227,7 @@ class MigManager:
             return None
         try:
             desired = self._desired()
-        except (ClusterError, MigReservationError) as exc:
+        except (ClusterError, RecordError, MigReservationError) as exc:
             log.warning("MIG release skipped this cycle (nothing destroyed): %s", exc)
             return None
         for entry in to_release(self._managed.values(), desired):

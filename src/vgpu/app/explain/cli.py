@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.app.errors import ConfigError
-from vgpu.app.explain.inquiry import NotAGpuPod, explain_in_cluster
-from vgpu.app.scheduler.config import SchedulerConfig, load_config
-from vgpu.app.scheduler.fake_mode import FakeClusterError, load_fake_cluster
+from vgpu.app.explain.container import ExplainContainer
+from vgpu.app.explain.inquiry import NotAGpuPod
+from vgpu.app.fake_mode import FakeClusterError
+from vgpu.app.scheduler.config import load_config
 from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import DomainError, Pod, pod_from_manifest
 from vgpu.ports.cluster import ClusterError, ClusterPort
@@ -60,18 +61,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         config = load_config(args.config, os.environ, {"kubeconfig": args.kubeconfig})
-        cluster, close = _cluster(args, config)
+        container = ExplainContainer(config=config, fake_cluster_file=args.fake_cluster)
         try:
-            pod = _pod(args, cluster)
-            explanation = explain_in_cluster(
-                cluster,
-                pod,
-                config.scheduling(),
-                config.scheduler_name,
-                config.defaults.memory_factor,
-            )
+            pod = _pod(args, container.cluster())
+            explanation = container.inquiry().explain(pod)
         finally:
-            close()
+            container.shutdown_resources()
     except (ConfigError, FakeClusterError, ClusterError, DomainError, NotAGpuPod) as exc:
         print(f"vgpu explain: {exc}", file=sys.stderr)
         return 2
@@ -80,24 +75,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(explanation.lines()))
     return 0 if explanation.fits else 1
-
-
-def _cluster(args: argparse.Namespace, config: SchedulerConfig) -> tuple[ClusterPort, Any]:
-    """The cluster to read, and how to let it go."""
-    if args.fake_cluster is not None:
-        return load_fake_cluster(args.fake_cluster, config.vendor()), lambda: None
-    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
-        ConnectionSettings,
-        KubernetesCluster,
-        new_api_client,
-    )
-
-    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
-    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
-    # Never started: without its watchers every read goes to the API once, which is all a
-    # one-shot command needs.
-    cluster = KubernetesCluster(client, component="vgpu-explain", owns_client=True)
-    return cluster, cluster.stop
 
 
 def _pod(args: argparse.Namespace, cluster: ClusterPort) -> Pod:

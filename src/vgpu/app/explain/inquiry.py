@@ -5,11 +5,8 @@ It does not read the grant-signing keys (a person running it seldom may read tha
 grant counts when its pod names the scheduler, as with signing off. Forged grants can therefore
 make a node look fuller here than the scheduler sees it, never emptier."""
 
-import time
-
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
-from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import Pod, SchedulingConfig, plan_pod
 from vgpu.domain.explain import Explanation, explain
 from vgpu.domain.preemption import Victim
@@ -21,38 +18,46 @@ class NotAGpuPod(ValueError):
     """The pod asks for no GPU of the configured vendor: there is nothing to explain."""
 
 
-def explain_in_cluster(
-    cluster: ClusterPort,
-    pod: Pod,
-    scheduling: SchedulingConfig,
-    scheduler_name: str,
-    memory_factor: int = 1,
-) -> Explanation:
-    """Why `pod` does or does not fit the cluster now. Raises DomainError for a pod whose GPU
-    request cannot be read and NotAGpuPod for a pod without one."""
-    plan = plan_pod(pod, scheduling)
-    if plan is None:
-        raise NotAGpuPod(f"pod {pod.key} asks for no {scheduling.vendor.count_resource}")
-    state = SchedulerState()
-    trust = GrantTrust(scheduling.vendor, scheduler_name, ring=None)
-    ClusterFollower(state, scheduling.vendor, memory_factor, time.time, trust).rebuild(cluster)
-    names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
-    views, broken = state.snapshot_views(names, exclude_pod=plan.key)
-    budget = state.budget(plan.namespace, plan.key, plan.init_count)
-    pods = {p.key: p for p in cluster.list_pods()}
-    holders = []
-    for allocation in state.ledger.pods():
-        if allocation.pod == plan.key:
-            continue
-        running = pods.get(allocation.pod)
-        init_count = running.init_count if running is not None else 0
-        namespace = allocation.pod.partition("/")[0]
-        victim = Victim(
-            allocation.pod,
-            namespace,
-            running.priority if running is not None else 0,
-            dict(allocation.footprint),
-            pod_charge(allocation.grants, init_count),
-        )
-        holders.append((allocation.node, victim))
-    return explain(plan, views, budget, broken, holders)
+class Inquiry:
+    """Why a pod does or does not fit `cluster` now, from `state` as `follower` fills it."""
+
+    def __init__(
+        self,
+        cluster: ClusterPort,
+        state: SchedulerState,
+        follower: ClusterFollower,
+        scheduling: SchedulingConfig,
+    ) -> None:
+        self._cluster = cluster
+        self._state = state
+        self._follower = follower
+        self._scheduling = scheduling
+
+    def explain(self, pod: Pod) -> Explanation:
+        """Raises DomainError for a pod whose GPU request cannot be read and NotAGpuPod for a
+        pod without one."""
+        scheduling, cluster, state = self._scheduling, self._cluster, self._state
+        plan = plan_pod(pod, scheduling)
+        if plan is None:
+            raise NotAGpuPod(f"pod {pod.key} asks for no {scheduling.vendor.count_resource}")
+        self._follower.rebuild(cluster)
+        names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
+        views, broken = state.snapshot_views(names, exclude_pod=plan.key)
+        budget = state.budget(plan.namespace, plan.key, plan.init_count)
+        pods = {p.key: p for p in cluster.list_pods()}
+        holders = []
+        for allocation in state.ledger.pods():
+            if allocation.pod == plan.key:
+                continue
+            running = pods.get(allocation.pod)
+            init_count = running.init_count if running is not None else 0
+            namespace = allocation.pod.partition("/")[0]
+            victim = Victim(
+                allocation.pod,
+                namespace,
+                running.priority if running is not None else 0,
+                dict(allocation.footprint),
+                pod_charge(allocation.grants, init_count),
+            )
+            holders.append((allocation.node, victim))
+        return explain(plan, views, budget, broken, holders)

@@ -16,14 +16,9 @@ unknown) and the pod's events or the sweeper settle it.
 import logging
 from datetime import timedelta
 
+from vgpu.app.preconditioned_patch import Notes, Outcome
 from vgpu.app.scheduler.context import VerbContext
-from vgpu.app.scheduler.grants import (
-    Notes,
-    Outcome,
-    grant_annotations,
-    written_claim,
-    written_identity,
-)
+from vgpu.app.scheduler.grants import grant_annotations, written_claim, written_identity
 from vgpu.app.scheduler.trust import grant_identity
 from vgpu.domain import DomainError, NoPlacement, Pod, PodPlan, decide, plan_pod
 from vgpu.domain.vendor import BIND_PHASE_ANNOTATION, BIND_TIME_ANNOTATION

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vgpu.app.fake_mode import FakeClusterError
 from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
 from vgpu.app.scheduler.container import SchedulerContainer
-from vgpu.app.scheduler.fake_mode import FakeClusterError
 from vgpu.app.scheduler.listeners import ListenError, serve
 from vgpu.app.scheduler.tls import TlsError, WebhookTls
 from vgpu.ports.cluster import ClusterError

@@ -9,28 +9,32 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from dependency_injector import containers, providers
 from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
+from vgpu.app.fake_mode import PodRecorder, fake_grant_keys, load_fake_cluster
 from vgpu.app.scheduler import http
+from vgpu.app.scheduler.bind import BindVerb
 from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.context import VerbContext
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
 from vgpu.app.scheduler.explanations import ExplanationStore
-from vgpu.app.scheduler.fake_mode import PodRecorder, load_fake_cluster, sign_listed_grants
 from vgpu.app.scheduler.fence import Fence
+from vgpu.app.scheduler.filter import FilterVerb
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.grants import PodWriter
 from vgpu.app.scheduler.handshake import NodeHandshake
-from vgpu.app.scheduler.keys import GrantKeys, new_key_ring
+from vgpu.app.scheduler.keys import GrantKeys
 from vgpu.app.scheduler.late_grants import LateGrants
 from vgpu.app.scheduler.listeners import Listener
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 from vgpu.app.scheduler.occupancy import OccupancyBook
+from vgpu.app.scheduler.pod_locks import PodLocks
 from vgpu.app.scheduler.preempt import Preempter
 from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
@@ -64,10 +68,10 @@ def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> Cl
     """The fake cluster from a file (with a fresh key ring), or the Kubernetes adapter."""
     if fake_cluster_file is not None:
         cluster = load_fake_cluster(fake_cluster_file, config.vendor())
-        ring = new_key_ring(datetime.now(UTC))
-        if config.signing.enabled:
-            sign_listed_grants(cluster, ring, config.vendor())
-        return ClusterBackend(cluster, FakeGrantKeys(ring), remember_pod=PodRecorder(cluster))
+        # with signing off no key is ever read: nothing to sign the listed grants with
+        signing = config.signing.enabled
+        store = fake_grant_keys(cluster, config.vendor()) if signing else FakeGrantKeys()
+        return ClusterBackend(cluster, store, remember_pod=PodRecorder(cluster))
     from vgpu.app.scheduler.kube import kubernetes_backend  # the client is heavy; load on use
 
     port, lifecycle, leadership, keys, certs = kubernetes_backend(config)
@@ -110,13 +114,6 @@ def _local_now() -> datetime:
 def _leader_check(backend: ClusterBackend) -> Callable[[], bool]:
     leadership = backend.leadership
     return lambda: leadership is None or leadership.is_leader
-
-
-def build_revoker(
-    config: SchedulerConfig, backend: ClusterBackend, is_leader: Callable[[], bool]
-) -> Revoker:
-    writer = PodWriter(backend.port, config.vendor(), Fence(is_leader))
-    return Revoker(writer, config.vendor())
 
 
 def build_metrics(
@@ -251,7 +248,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
     trust = providers.Singleton(build_trust, config, keys)
     leader_check = providers.Callable(_leader_check, backend)
     fence = providers.Singleton(Fence, leader_check)
-    revoker = providers.Singleton(build_revoker, config, backend, leader_check)
+    pod_writer = providers.Singleton(PodWriter, backend.provided.port, vendor, fence)
+    revoker = providers.Singleton(Revoker, pod_writer, vendor)
     events = providers.Singleton(EventQueue, backend.provided.port, leader_check)
     book = providers.Singleton(OccupancyBook)
     late_grants = providers.Singleton(LateGrants, revoker, events, fence)
@@ -285,22 +283,32 @@ class SchedulerContainer(containers.DeclarativeContainer):
     shapes = providers.Singleton(
         ShapeWindow,
         config.provided.fragmentation,
-        providers.Callable(lambda c: c.vendor(), config),
+        vendor,
         providers.Callable(lambda c: c.scheduling().policies.fragmentation, config),
     )
-    service = providers.Singleton(
-        SchedulerService,
+    scheduling = providers.Singleton(lambda c, w: c.scheduling(w.current), config, shapes)
+    verb_context = providers.Singleton(
+        VerbContext,
         cluster=backend.provided.port,
         state=state,
         config=config,
+        scheduling=scheduling,
         trust=trust,
+        writer=pod_writer,
         revoker=revoker,
-        is_leader=runtime.provided.is_leader,
-        clock=clock,
-        remember_pod=backend.provided.remember_pod,
         events=events,
+        fence=fence,
+        pod_locks=providers.Singleton(PodLocks),
+        clock=clock,
+        recorder=recorder,
         explanations=explanations,
-        book=book,
+    )
+    service = providers.Singleton(
+        SchedulerService,
+        verb_context,
+        providers.Singleton(FilterVerb, verb_context),
+        providers.Singleton(BindVerb, verb_context),
+        remember_pod=backend.provided.remember_pod,
         shapes=shapes,
     )
     metrics = providers.Singleton(
@@ -312,7 +320,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     preempter = providers.Singleton(
         Preempter,
         state=state,
-        scheduling=providers.Callable(lambda c, w: c.scheduling(w.current), config, shapes),
+        scheduling=scheduling,
         pods_on=backend.provided.port.list_pods,
     )
     extender_app = providers.Singleton(

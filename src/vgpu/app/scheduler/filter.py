@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vgpu.app.preconditioned_patch import Outcome
 from vgpu.app.scheduler.context import VerbContext
-from vgpu.app.scheduler.grants import Outcome, grant_annotations, written_identity
+from vgpu.app.scheduler.grants import grant_annotations, written_identity
 from vgpu.domain import (
     Budget,
     DomainError,

@@ -5,13 +5,16 @@ superseded read fails (409) instead of winning; on a 409 the pod is read again a
 retried once if the pod is still unbound and its grant unchanged. A patch that fails
 ambiguously (timeout, reset, 5xx) is settled by reading the pod live: the annotations are
 there or they are not. If that read fails too, the outcome is UNKNOWN and the caller keeps
-what it reserved.
+what it reserved. (The device plugin's Allocate patch shares these rules:
+`vgpu.app.preconditioned_patch`.)
 """
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import Enum
-
+from vgpu.app.preconditioned_patch import (
+    Notes,
+    Written,
+    patch_preconditioned,
+    read_live,
+)
 from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.trust import GrantTrust, grant_identity
 from vgpu.domain import Pod, PodGrants, Vendor, encode_pod_grants
@@ -23,21 +26,7 @@ from vgpu.domain.vendor import (
     ASSIGNED_NODE_LABEL,
     ASSIGNED_TIME_ANNOTATION,
 )
-from vgpu.ports.cluster import ClusterError, ClusterPort, Conflict, Rejected
-
-Notes = Mapping[str, str | None]
-
-
-class Outcome(Enum):
-    WRITTEN = "written"
-    REFUSED = "refused"  # the API did not apply it
-    UNKNOWN = "unknown"  # it may or may not have been applied; nobody could tell
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    outcome: Outcome
-    detail: str = ""  # why it was refused or is unknown
+from vgpu.ports.cluster import ClusterPort
 
 
 def grant_annotations(
@@ -97,7 +86,9 @@ def revoked_annotations(vendor: Vendor) -> tuple[dict[str, None], dict[str, None
 
 
 class PodWriter:
-    """Annotation patches with a resourceVersion precondition and a known outcome."""
+    """The scheduler's annotation patches (`vgpu.app.preconditioned_patch`), behind the leader
+    fence: a retry after a 409 only while the pod is still unbound with the grant it was
+    decided on, and ambiguous failures settled by a live read."""
 
     def __init__(self, cluster: ClusterPort, vendor: Vendor, fence: Fence) -> None:
         self._cluster = cluster
@@ -105,50 +96,25 @@ class PodWriter:
         self._fence = fence
 
     def patch(self, pod: Pod, annotations: Notes, labels: Notes | None = None) -> Written:
-        """Patch `pod` as last read; see the module's description for what happens on failure."""
-        version = pod.resource_version or None
-        for attempt in (1, 2):
-            try:
-                self._fence.check(f"annotations of pod {pod.key}")
-                self._cluster.patch_pod_annotations(
-                    pod.namespace, pod.name, annotations, labels, resource_version=version
-                )
-                return Written(Outcome.WRITTEN)
-            except Conflict as exc:
-                current = self.read(pod)
-                if isinstance(current, Written):
-                    return current
-                if attempt == 2 or not self._same_unbound(pod, current):
-                    return Written(Outcome.REFUSED, str(exc))
-                version = current.resource_version if current is not None else None
-            except Rejected as exc:
-                return Written(Outcome.REFUSED, str(exc))
-            except ClusterError as exc:
-                current = self.read(pod)
-                if isinstance(current, Written):
-                    return Written(Outcome.UNKNOWN, f"{exc}; {current.detail}")
-                if current is not None and current.uid == pod.uid and _shows(current, annotations):
-                    return Written(Outcome.WRITTEN)
-                return Written(Outcome.REFUSED, str(exc))
-        raise AssertionError("unreachable: the second attempt always returns")
+        """Patch `pod` as last read; WRITTEN, REFUSED or UNKNOWN (with why)."""
+        return patch_preconditioned(
+            self._cluster,
+            pod,
+            annotations,
+            labels,
+            unchanged=self._same_unbound,
+            before_write=lambda: self._fence.check(f"annotations of pod {pod.key}"),
+        )
 
     def read(self, pod: Pod) -> Pod | Written | None:
         """The pod live from the API; an UNKNOWN Written when it cannot be read."""
-        try:
-            return self._cluster.read_pod(pod.namespace, pod.name)
-        except ClusterError as exc:
-            return Written(Outcome.UNKNOWN, f"reading pod {pod.key} back failed: {exc}")
+        return read_live(self._cluster, pod)
 
-    def _same_unbound(self, before: Pod, current: Pod | None) -> bool:
+    def _same_unbound(self, before: Pod, current: Pod) -> bool:
         """Whether a retry would still act on the pod the caller decided on."""
-        if current is None or current.node_name or current.uid != before.uid:
+        if current.node_name:
             return False
         vendor = self._vendor
         return grant_claim(current.uid, current.annotations, vendor) == grant_claim(
             before.uid, before.annotations, vendor
         )
-
-
-def _shows(pod: Pod, annotations: Notes) -> bool:
-    """Whether the pod carries exactly what the patch wrote (None: key absent)."""
-    return all(pod.annotations.get(key) == value for key, value in annotations.items())

@@ -5,20 +5,15 @@ picks it up, and from then on the new key signs while every key in the ring stil
 """
 
 import logging
-import secrets
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from vgpu.app.key_ring import new_key_ring
 from vgpu.domain.trust import KeyRing
 from vgpu.ports.keys import GrantKeyPort
 
 log = logging.getLogger(__name__)
-
-
-def new_key_ring(now: datetime) -> KeyRing:
-    """One random 32-byte key named by the UTC minute, e.g. `k20261126t0530`."""
-    return KeyRing({now.astimezone(UTC).strftime("k%Y%m%dt%H%M"): secrets.token_bytes(32)})
 
 
 class GrantKeys:

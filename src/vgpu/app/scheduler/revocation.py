@@ -11,7 +11,8 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from vgpu.app.scheduler.grants import Outcome, PodWriter, revoked_annotations
+from vgpu.app.preconditioned_patch import Outcome
+from vgpu.app.scheduler.grants import PodWriter, revoked_annotations
 from vgpu.app.scheduler.trust import grant_identity
 from vgpu.domain import Pod, Vendor
 from vgpu.domain.trust import grant_claim

@@ -16,31 +16,19 @@ answers them, and every write is fenced again (fence.py).
 """
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vgpu.app.scheduler.bind import BindVerb
-from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.context import VerbContext
-from vgpu.app.scheduler.explanations import ExplanationStore
-from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.filter import (
     FILTERING_FAILED,
     FilterResult,
     FilterVerb,
     views_from_objects,
 )
-from vgpu.app.scheduler.grants import PodWriter
-from vgpu.app.scheduler.occupancy import OccupancyBook
-from vgpu.app.scheduler.pod_events import ClusterPodEvents, PodEvents
-from vgpu.app.scheduler.pod_locks import PodLocks
-from vgpu.app.scheduler.recorder import OccupancyRecorder
-from vgpu.app.scheduler.revocation import Revoker
 from vgpu.app.scheduler.shapes import ShapeWindow
-from vgpu.app.scheduler.state import SchedulerState
-from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.domain import (
     AdmissionDecision,
     DomainError,
@@ -53,7 +41,6 @@ from vgpu.domain import (
     plan_pod,
     pod_from_manifest,
 )
-from vgpu.ports.cluster import ClusterPort
 
 __all__ = ["FilterResult", "PrioritizeResult", "SchedulerService"]
 
@@ -67,53 +54,26 @@ class PrioritizeResult:
 
 
 class SchedulerService:
-    """Admission, filter, prioritize and bind against a ClusterPort and the shared state.
+    """Admission, filter, prioritize and bind against the cluster and the shared state, with
+    the collaborators in `ctx` (built by the container, as are the verbs).
 
-    `trust` judges and signs grants; `revoker` takes released grants off pods (shared with the
-    runtime's sweeper); `events` records pod Events (default: synchronously, leader only);
-    `book` is the occupancy book the follower keeps, which binds write records from (default: a
-    book of its own, which knows no record and so prunes none).
-    """
+    `remember_pod` (fake-cluster mode) creates the pods the scheduler is asked about; `shapes`
+    is the window of recent pod shapes FGD weighs, fed by each filter."""
 
     def __init__(
         self,
-        cluster: ClusterPort,
-        state: SchedulerState,
-        config: SchedulerConfig,
-        trust: GrantTrust,
-        revoker: Revoker,
-        is_leader: Callable[[], bool] = lambda: True,
-        clock: Callable[[], float] = time.time,
+        ctx: VerbContext,
+        filter_verb: FilterVerb,
+        bind_verb: BindVerb,
         remember_pod: Callable[[Pod], None] | None = None,
-        events: PodEvents | None = None,
-        explanations: ExplanationStore | None = None,
-        book: OccupancyBook | None = None,
         shapes: ShapeWindow | None = None,
     ) -> None:
-        """`shapes`: the window of recent pod shapes FGD weighs (the pod's own without)."""
-        scheduling = config.scheduling(None if shapes is None else shapes.current)
-        self._shapes = shapes
-        fence = Fence(is_leader)
-        book = book if book is not None else OccupancyBook()
-        self._ctx = VerbContext(
-            cluster=cluster,
-            state=state,
-            config=config,
-            scheduling=scheduling,
-            trust=trust,
-            writer=PodWriter(cluster, scheduling.vendor, fence),
-            revoker=revoker,
-            events=events if events is not None else ClusterPodEvents(cluster, is_leader),
-            fence=fence,
-            pod_locks=PodLocks(),
-            clock=clock,
-            recorder=OccupancyRecorder(cluster, book, fence),
-            explanations=explanations,
-        )
-        self._admission = config.admission()
+        self._ctx = ctx
+        self._filter = filter_verb
+        self._bind = bind_verb
+        self._admission = ctx.config.admission()
         self._remember_pod = remember_pod
-        self._filter = FilterVerb(self._ctx)
-        self._bind = BindVerb(self._ctx)
+        self._shapes = shapes
 
     # admission -------------------------------------------------------------------------------
     def admit(self, manifest: Mapping[str, Any], namespace: str) -> AdmissionDecision:

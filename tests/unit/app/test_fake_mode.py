@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.scheduler.builders import A40_UUIDS, KEYS, manifest, world
-from vgpu.app.scheduler.fake_mode import (
+from vgpu.app.fake_mode import (
     FakeClusterError,
     PodRecorder,
     load_fake_cluster,

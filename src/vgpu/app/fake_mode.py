@@ -1,4 +1,5 @@
-"""`--fake-cluster FILE`: run the real service on an in-memory cluster described in YAML or JSON.
+"""`--fake-cluster FILE`: run a real process (the scheduler, the device plugin, the monitor,
+`vgpu explain`) on an in-memory cluster described in YAML or JSON.
 
 The file (every section optional)::
 
@@ -23,24 +24,27 @@ The file (every section optional)::
         name: gpu-quota
         hard: {limits.nvidia.com/gpumem: "20000", limits.nvidia.com/gpucores: "200"}
 
-In this mode the process also plays the API server's part for pods: a pod named in a filter
+In this mode the scheduler also plays the API server's part for pods: a pod named in a filter
 request that the file does not list is created (pending) so that its annotations can be written
-and it can be bound. A listed pod without `metadata.uid` gets one made from its namespace and
-name. The file describes a trusted cluster, so the grants its pods carry are signed with the
-process's own (random) key ring when signing is on.
+and it can be bound (`PodRecorder`). A listed pod without `metadata.uid` gets one made from its
+namespace and name. The file describes a trusted cluster, so the grants its pods carry are
+signed with the process's own (random) key ring when signing is on (`fake_grant_keys`).
 """
 
 import itertools
 import uuid
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.errors import ConfigError, listed_problems
+from vgpu.app.key_ring import new_key_ring
 from vgpu.app.mapping_file import read_mapping_streaming
 from vgpu.domain import (
     ClusterNode,
@@ -144,8 +148,16 @@ def build_fake_cluster(
     return cluster
 
 
+def fake_grant_keys(cluster: ClusterPort, vendor: Vendor) -> FakeGrantKeys:
+    """A fresh key ring in memory that has signed the grants the file's pods carry: the file
+    describes a trusted cluster."""
+    ring = new_key_ring(datetime.now(UTC))
+    sign_listed_grants(cluster, ring, vendor)
+    return FakeGrantKeys(ring)
+
+
 def sign_listed_grants(cluster: ClusterPort, ring: KeyRing, vendor: Vendor) -> None:
-    """Sign every grant the file's pods carry, as if this scheduler had written them."""
+    """Sign every grant the file's pods carry, as if this process's scheduler had written them."""
     for pod in cluster.list_pods():
         claim = grant_claim(pod.uid, pod.annotations, vendor)
         if claim is not None:

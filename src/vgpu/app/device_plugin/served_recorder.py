@@ -1,0 +1,28 @@
+"""No record, no answer: before any Allocate answer leaves, the pod's whole grant is saved in
+the served record (`served`), which keeps it counted until the pod ends, whatever its
+annotations say later and across restarts."""
+
+from vgpu.app.device_plugin.served import ServedRecord
+from vgpu.app.device_plugin.trust import NodeGrantTrust
+from vgpu.domain.pod import Pod
+from vgpu.domain.trust import GrantClaim
+from vgpu.ports.kubelet import DevicePluginError
+from vgpu.ports.served import RecordError
+
+
+class ServedRecorder:
+    def __init__(self, served: ServedRecord, trust: NodeGrantTrust) -> None:
+        self._served = served
+        self._trust = trust
+
+    def record(self, pod: Pod, claim: GrantClaim | None) -> None:
+        """Save the grant `pod` is served under; DevicePluginError when it cannot be saved."""
+        if claim is None:  # a trusted grant always has its claim; refuse rather than forget
+            raise DevicePluginError(f"no grant claim to record for pod {pod.key}")
+        try:
+            self._served.add(pod, claim, self._trust.signed(pod))
+        except RecordError as exc:
+            raise DevicePluginError(
+                f"{exc}; nothing is served without a record, which keeps the grant counted "
+                "across restarts"
+            ) from exc

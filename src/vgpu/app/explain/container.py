@@ -1,0 +1,70 @@
+"""The composition root of `vgpu explain`: config -> cluster (the file's, or the API read once)
+-> the scheduler's state and follower -> the inquiry.
+
+Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it go).
+"""
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from dependency_injector import containers, providers
+
+from vgpu.app.explain.inquiry import Inquiry
+from vgpu.app.fake_mode import load_fake_cluster
+from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.state import SchedulerState
+from vgpu.app.scheduler.trust import GrantTrust
+from vgpu.ports.cluster import ClusterPort
+
+
+def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterator[ClusterPort]:
+    """The fake cluster the file describes, or the API through a cache that is never started:
+    without its watchers every read goes to the API once, which is all one run needs."""
+    if fake_cluster_file is not None:
+        yield load_fake_cluster(fake_cluster_file, config.vendor())
+        return
+    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
+        ConnectionSettings,
+        KubernetesCluster,
+        new_api_client,
+    )
+
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
+    cluster = KubernetesCluster(client, component="vgpu-explain", owns_client=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def believe_named_grants(config: SchedulerConfig) -> GrantTrust:
+    """Grants on pods that name the scheduler, signed or not: no key ring is read."""
+    return GrantTrust(config.vendor(), config.scheduler_name, ring=None)
+
+
+class ExplainContainer(containers.DeclarativeContainer):
+    """Wiring for one `vgpu explain` run."""
+
+    config = providers.Dependency(instance_of=SchedulerConfig)
+    fake_cluster_file: providers.Object[Path | None] = providers.Object(None)
+
+    cluster = providers.Resource(open_cluster, config, fake_cluster_file)
+    state = providers.Singleton(SchedulerState)
+    follower = providers.Singleton(
+        ClusterFollower,
+        state,
+        providers.Callable(lambda c: c.vendor(), config),
+        config.provided.defaults.memory_factor,
+        providers.Object(time.time),
+        providers.Singleton(believe_named_grants, config),
+    )
+    inquiry = providers.Singleton(
+        Inquiry,
+        cluster,
+        state,
+        follower,
+        providers.Callable(lambda c: c.scheduling(), config),
+    )
