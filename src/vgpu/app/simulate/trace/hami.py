@@ -2,10 +2,11 @@
 as they ask for slices, so the scheduler can be put on the same cluster the replay uses.
 
 A share of `m` milli asks `gpucores` and `gpumem-percentage` of `m / 10` (every openb share is
-a multiple of 10, so this is exact); whole cards ask `nvidia.com/gpu: N` with all the memory and
-100 cores each (what the webhook gives whole-card pods); `gpu_spec` `A|B` becomes
-`nvidia.com/use-gputype: A,B`. The smallest share is 50 milli, so cards are split 20 ways:
-HAMi's default of 10 would stop a card at 10 pods, which the trace does not.
+a multiple of 10, so this is exact; another trace's share is rounded up to a whole percent,
+HAMi's unit, so it never asks less than its share); whole cards ask `nvidia.com/gpu: N` with
+all the memory and 100 cores each (what the webhook gives whole-card pods); `gpu_spec` `A|B`
+becomes `nvidia.com/use-gputype: A,B`. The smallest share is 50 milli, so cards are split 20
+ways: HAMi's default of 10 would stop a card at 10 pods, which the trace does not.
 """
 
 from typing import Any
@@ -49,7 +50,7 @@ def hami_manifest(name: str, pod: MilliPod, annotations: dict[str, str]) -> dict
     if pod.milli >= MILLI:
         limits = {NVIDIA.count_resource: pod.gpus, NVIDIA.cores_resource: 100}
     else:
-        percent = pod.milli // 10
+        percent = -(-pod.milli // 10)
         limits = {
             NVIDIA.count_resource: pod.gpus,
             NVIDIA.cores_resource: percent,

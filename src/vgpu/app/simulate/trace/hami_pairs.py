@@ -27,6 +27,7 @@ from ..engine import PolicyPair
 from .hami import hami_devices, hami_manifest
 
 _Shape = tuple[int, int, frozenset[str]]  # cards, milli per card, models
+_Need = tuple[int, int, frozenset[str], int, int]  # CPU, memory, models, cards, cores per card
 
 
 class HamiPair:
@@ -36,25 +37,30 @@ class HamiPair:
         digits = len(str(max(len(nodes) - 1, 0)))
         self._names = [f"node-{rank:0{digits}d}" for rank in ranks]
         self._index = {name: i for i, name in enumerate(self._names)}
+        self._in_rank_order = sorted(range(len(nodes)), key=self._names.__getitem__)
         self._cpu = [node.cpu for node in nodes]
         self._memory = [node.memory for node in nodes]
+        self._models = [node.model for node in nodes]
+        self._free_cores: list[list[int]] = []  # per node, per card, as the grants leave them
         self._ledger = Ledger()
         for name, node in zip(self._names, nodes, strict=True):
-            self._ledger.set_node(name, hami_devices(name, node))
+            devices = hami_devices(name, node)
+            self._ledger.set_node(name, devices)
+            self._free_cores.append([device.cores for device in devices])
         self._config = SchedulingConfig(policies=PodPolicies(node=pair.node, gpu=pair.gpu))
         self._plans: dict[_Shape, PodPlan] = {}
-        self._fitting: dict[tuple[int, int], _Fitting] = {}
+        self._candidates: dict[_Need, _Candidates] = {}
         self._changed: list[int] = []  # the nodes that took a pod, in order
         self._placed = 0
         self._decision: Placement | None = None  # what `choose` found, for `place`
 
     def choose(self, pod: MilliPod) -> int | None:
         """The node that takes `pod`, or None when none fits."""
-        fitting = self._resources_fit(pod)
+        candidates = self._candidates_for(pod)
         if not pod.gpus:
-            return self._index[next(iter(fitting))] if fitting else None
+            return self._index[next(iter(candidates))] if candidates else None
         plan = replace(self._plan(pod), key=f"trace/p{self._placed}")
-        decision = self._ledger.decide(plan, fitting)
+        decision = self._ledger.decide(plan, candidates)
         if not isinstance(decision, Placement):
             return None
         self._decision = decision
@@ -72,27 +78,48 @@ class HamiPair:
         self._ledger.grant(f"trace/p{self._placed}", decision.node, decision.grants)
         self._placed += 1
         self._decision = None
-        return tuple(int(grant.uuid.rsplit("-", 1)[1]) for grant in decision.grants[0])
+        cards = []
+        for grant in decision.grants[0]:
+            card = int(grant.uuid.rsplit("-", 1)[1])
+            self._free_cores[node][card] -= grant.cores
+            cards.append(card)
+        return tuple(cards)
 
-    def _resources_fit(self, pod: MilliPod) -> dict[str, None]:
-        """The names of the nodes with the pod's CPU and memory free, in rank order (the name
-        order): kept per CPU and memory asked, brought up to date with the nodes changed since,
-        as no pod ever leaves and a node that stops fitting never fits again."""
-        key = (pod.cpu, pod.memory)
-        found = self._fitting.get(key)
+    def _candidates_for(self, pod: MilliPod) -> dict[str, None]:
+        """The names of the nodes that may take the pod, in rank order (the name order): free
+        CPU and host memory for it (kube-scheduler's filter), its card model, and enough cards
+        with its cores free. A node without those is turned away by the scheduler's own rules
+        (`decide` then only asks fewer nodes), and as no pod ever leaves, for good: so the
+        list is kept per need and brought up to date with the nodes changed since."""
+        need = self._need(pod)
+        found = self._candidates.get(need)
         names = self._names
         if found is None:
-            in_rank_order = sorted(range(len(names)), key=names.__getitem__)
-            fitting = {names[i]: None for i in in_rank_order if self._fits(i, pod)}
-            found = self._fitting[key] = _Fitting(fitting, len(self._changed))
+            nodes = {names[i]: None for i in self._in_rank_order if self._may_take(i, need)}
+            found = self._candidates[need] = _Candidates(nodes, len(self._changed))
         for i in self._changed[found.seen :]:
-            if not self._fits(i, pod):
-                found.nodes.pop(names[i], None)
+            if names[i] in found.nodes and not self._may_take(i, need):
+                del found.nodes[names[i]]
         found.seen = len(self._changed)
         return found.nodes
 
-    def _fits(self, node: int, pod: MilliPod) -> bool:
-        return self._cpu[node] >= pod.cpu and self._memory[node] >= pod.memory
+    def _need(self, pod: MilliPod) -> _Need:
+        if not pod.gpus:
+            return (pod.cpu, pod.memory, frozenset(), 0, 0)
+        request = self._plan(pod).requests[0]
+        assert request is not None  # the one container asks for GPUs
+        return (pod.cpu, pod.memory, pod.models, request.count, request.cores)
+
+    def _may_take(self, node: int, need: _Need) -> bool:
+        cpu, memory, models, cards, cores = need
+        if models and self._models[node] not in models:
+            return False
+        if self._cpu[node] < cpu or self._memory[node] < memory:
+            return False
+        free = self._free_cores[node]
+        if cards == 1:
+            return max(free, default=-1) >= cores
+        return sum(left >= cores for left in free) >= cards
 
     def _plan(self, pod: MilliPod) -> PodPlan:
         shape = (pod.gpus, pod.milli, pod.models)
@@ -105,7 +132,7 @@ class HamiPair:
         return plan
 
 
-class _Fitting:
+class _Candidates:
     __slots__ = ("nodes", "seen")
 
     def __init__(self, nodes: dict[str, None], seen: int) -> None:
