@@ -2,15 +2,17 @@
 beside a baseline that asks every node about every pod; and where the time goes.
 
 For each policy: wall and CPU seconds of one replay (loading the trace aside, timed on its
-own), microseconds of CPU per pod, and the allocation at 100 % arrived. The baseline replays
-the same stream with the same policy objects but scores every node that fits for every pod (the
-straightforward way; the paper's artifact takes about 600 s per replay on 2 vCPU): it must give
-the same allocation. `--profile POLICY` runs one more replay under cProfile and prints the
-functions that took the most time.
+own), microseconds of CPU per pod, and the allocation at 100 % arrived. The paper's policies
+run on the replay's node index, HAMi's node/GPU pairs (`binpack/spread`, ...) through vgpu's
+scheduler (`Ledger.decide`). The baseline replays the same stream with the same policy objects
+but scores every node that fits for every pod (the straightforward way; the paper's artifact
+takes about 600 s per replay on 2 vCPU): it must give the same allocation. `--profile POLICY`
+runs one more replay under cProfile and prints the functions that took the most time.
 
     .venv/bin/python bench/trace_replay.py                        # every policy, default, seed 42
     .venv/bin/python bench/trace_replay.py --workload gpushare100 --policies fgd --baseline fgd
     .venv/bin/python bench/trace_replay.py --policies fgd --profile fgd --baseline none
+    .venv/bin/python bench/trace_replay.py --policies binpack/spread --profile binpack/spread
 """
 
 import argparse
@@ -22,8 +24,9 @@ from collections.abc import Sequence
 
 from fixture import machine
 
+from vgpu.app.simulate.engine import ALL_PAIRS, PolicyPair
 from vgpu.app.simulate.trace.command import load
-from vgpu.app.simulate.trace.replay import Replay, Trace, replay
+from vgpu.app.simulate.trace.replay import Replay, Trace, TracePolicy, policy_name, replay
 from vgpu.domain.fragmentation import (
     MilliNode,
     MilliPod,
@@ -69,7 +72,11 @@ def line(label: str, result: Replay) -> str:
     )
 
 
-def profile(trace: Trace, policy: PaperPolicy, seed: int, top: int) -> str:
+def parse(name: str) -> TracePolicy:
+    return PolicyPair.parse(name) if "/" in name else PaperPolicy(name)
+
+
+def profile(trace: Trace, policy: TracePolicy, seed: int, top: int) -> str:
     profiler = cProfile.Profile()
     profiler.enable()
     replay(trace, policy, seed)
@@ -84,7 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", default="default")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--policies", default=",".join(p.value for p in PaperPolicy))
+    every = [*(p.value for p in PaperPolicy), *(p.label for p in ALL_PAIRS)]
+    parser.add_argument("--policies", default=",".join(every))
     parser.add_argument("--baseline", default="fgd", help="policy for the baseline, or none")
     parser.add_argument("--profile", default="", help="profile one replay of this policy")
     parser.add_argument("--top", type=int, default=14)
@@ -97,11 +105,12 @@ def main() -> None:
         f"{time.process_time() - cpu:.2f} s CPU; seed {args.seed}"
     )
     print(f"{'':<28}{'wall s':>8}{'CPU s':>8}{'CPU us/pod':>12}{'pods':>8}{'at 100 %':>10}")
-    results = {}
+    results: dict[TracePolicy, Replay] = {}
     for name in args.policies.split(","):
-        policy = PaperPolicy(name)
+        policy = parse(name)
         results[policy] = replay(trace, policy, args.seed)
-        print(line(f"{policy.value} (index)", results[policy]))
+        how = "Ledger" if isinstance(policy, PolicyPair) else "index"
+        print(line(f"{policy_name(policy)} ({how})", results[policy]))
     if args.baseline != "none":
         policy = PaperPolicy(args.baseline)
         baseline = replay(trace, policy, args.seed, EveryNode)
@@ -111,7 +120,7 @@ def main() -> None:
         print(f"same allocation curve and placements with and without the index: {same}")
     if args.profile:
         print(f"\nprofile of one {args.profile} replay (cProfile adds overhead), by own time:")
-        print(profile(trace, PaperPolicy(args.profile), args.seed, args.top))
+        print(profile(trace, parse(args.profile), args.seed, args.top))
 
 
 if __name__ == "__main__":

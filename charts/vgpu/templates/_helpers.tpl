@@ -110,6 +110,16 @@ imagePullSecrets:
 {{- end -}}
 {{- end -}}
 
+{{/* one scheduler.fragmentation.seedShapes item as the scheduler's seed_shapes item (the same
+fields, snake_case: memoryPercent -> memory_percent), in JSON */}}
+{{- define "vgpu.seedShape" -}}
+{{- $shape := dict -}}
+{{- range $key, $value := . -}}
+{{- $_ := set $shape (snakecase $key) $value -}}
+{{- end -}}
+{{- toJson $shape -}}
+{{- end -}}
+
 {{- define "vgpu.metricsPort" -}}
 {{- regexReplaceAll "^.*:" (toString .Values.scheduler.metricsBindAddress) "" -}}
 {{- end -}}

@@ -21,10 +21,16 @@ from tests.e2e.deploy.render import (
 )
 from tests.unit.scheduler.builders import world
 from vgpu.app.cli import parse
-from vgpu.app.scheduler.config import SchedulerConfig, load_config
+from vgpu.app.scheduler.config import (
+    Fragmentation,
+    SchedulerConfig,
+    SeedShape,
+    load_config,
+)
 from vgpu.app.scheduler.http import extender_app, webhook_app
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 from vgpu.app.scheduler.preempt import Preempter
+from vgpu.domain import Policy
 from vgpu.domain.handshake import HamiVersion
 
 VARIANTS = {
@@ -102,6 +108,60 @@ def test_the_node_handshake_follows_the_hami_release_the_values_name(tmp_path: P
     assert (default.hami_version, default.handshake_period) == (HamiVersion.V2_10, 15)
     older = scheduler_settings(render("hami-v2.8-plugins"), tmp_path)
     assert (older.hami_version, older.handshake_period) == (HamiVersion.V2_8, 60)
+
+
+FGD_VALUES = {
+    "scheduler": {
+        "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "fgd", "gpuSchedulerPolicy": "fgd"},
+        "fragmentation": {
+            "window": 1_000_000,
+            "refresh": 50,
+            "coverage": 0.9,
+            "tolerance": 0,
+            "seedShapes": [
+                {"gpus": 1, "memoryPercent": 46, "cores": 46, "weight": 5},
+                {"gpus": 8, "memory": 81920, "cores": 100, "gputype": "A100", "weight": 1.5},
+            ],
+        },
+    }
+}
+
+
+def test_fgd_and_its_fragmentation_settings_reach_the_scheduler_as_given(tmp_path: Path) -> None:
+    values = tmp_path / "fgd.yaml"
+    values.write_text(yaml.safe_dump(FGD_VALUES))
+    settings = scheduler_settings(template(values), tmp_path)
+    assert (settings.node_policy, settings.gpu_policy) == (Policy.FGD, "fgd")
+    assert settings.fragmentation == Fragmentation(
+        window=1_000_000,
+        refresh=50,
+        coverage=0.9,
+        tolerance=0,
+        seed_shapes=[
+            SeedShape(gpus=1, memory_percent=46, cores=46, weight=5),
+            SeedShape(gpus=8, memory=81920, cores=100, gputype="A100", weight=1.5),
+        ],
+    )
+    assert scheduler_settings(render("default"), tmp_path).fragmentation == Fragmentation()
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ({"window": 0}, "/scheduler/fragmentation/window"),
+        ({"coverage": 1.5}, "/scheduler/fragmentation/coverage"),
+        ({"tolerance": -0.1}, "/scheduler/fragmentation/tolerance"),
+        ({"seedShapes": [{"gpus": 1, "memoryPercnt": 5}]}, "/scheduler/fragmentation/seedShapes/0"),
+    ],
+)
+def test_a_bad_fragmentation_value_is_refused_naming_it(
+    setting: dict[str, Any], field: str, tmp_path: Path
+) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(yaml.safe_dump({"scheduler": {"fragmentation": setting}}))
+    result = helm("template", "vgpu", str(CHART), "--values", str(values))
+    assert result.returncode != 0
+    assert field in result.stderr
 
 
 @pytest.mark.parametrize("variant", ["default", "hami-values"])

@@ -1,5 +1,6 @@
 """Victim selection: the cheapest set of lower-priority pods whose release lets a pod fit."""
 
+import doctest
 from itertools import chain, combinations
 from typing import Any
 
@@ -8,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.domain.builders import card, container, pod
-from vgpu.domain import DomainError, NodeView, SchedulingConfig, Usage, plan_pod
+from vgpu.domain import DomainError, NodeView, SchedulingConfig, Usage, plan_pod, preemption_room
 from vgpu.domain.fit import PodPlan
 from vgpu.domain.preemption import Victim, choose_victims, fits_without
+from vgpu.domain.preemption_room import Room
 from vgpu.domain.quota import UNLIMITED, Budget
 
 CONFIG = SchedulingConfig()
@@ -228,3 +230,57 @@ def test_a_pods_priority_is_read_from_its_spec() -> None:
 def test_a_priority_that_is_not_an_integer_is_refused_by_name() -> None:
     with pytest.raises(DomainError, match=r"spec\.priority must be an integer"):
         pod(container(gpu=1), priority="high")
+
+
+# the quick test ahead of the fit ---------------------------------------------------------------
+CARDS = (("GPU-a", 16000), ("GPU-b", 16000), ("GPU-c", 24000))
+# a running pod: its cards (one or two) and, on each, MiB and cores
+holdings = st.lists(
+    st.tuples(
+        st.sets(st.sampled_from([c for c, _ in CARDS]), min_size=1, max_size=2),
+        st.integers(1, 12).map(lambda n: n * 1000),
+        st.sampled_from([0, 10, 30, 50, 100]),
+    ),
+    max_size=7,
+)
+requests = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"gpu": st.integers(1, 3), "mem": st.integers(1, 20).map(lambda n: n * 1000)}
+        ),
+        st.fixed_dictionaries({"gpu": st.integers(1, 3), "pct": st.sampled_from([25, 50, 100])}),
+    ).flatmap(lambda limits: st.just(limits) | st.just({**limits, "cores": 50})),
+    min_size=1,
+    max_size=2,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(held=holdings, asked=requests)
+def test_the_quick_test_never_throws_out_a_set_that_fits(
+    held: list[tuple[set[str], int, int]], asked: list[dict[str, Any]]
+) -> None:
+    devices = tuple(card(uuid, i, memory=memory, count=4) for i, (uuid, memory) in enumerate(CARDS))
+    capacity = {d.uuid: d for d in devices}
+    victims: list[Victim] = []
+    for i, (uuids, memory, cores) in enumerate(held):
+        usage = total(victims)
+        footprint = {uuid: Usage(1, memory, cores) for uuid in sorted(uuids)}
+        if all((usage.get(u, Usage()) + f).fits_in(capacity[u]) for u, f in footprint.items()):
+            victims.append(Victim(f"default/p{i}", "default", 0, footprint))
+    view = NodeView("node-1", devices, total(victims))
+    containers = [container(f"c{i}", **limits) for i, limits in enumerate(asked)]
+    waiting = plan_pod(pod(*containers, name="waiting"), CONFIG)
+    assert waiting is not None
+    room = Room(waiting, view)
+    fewest = room.fewest([v.footprint for v in victims])
+    every_set = chain.from_iterable(combinations(victims, n) for n in range(len(victims) + 1))
+    for chosen in every_set:
+        if fits_without(waiting, view, UNLIMITED, chosen):
+            assert room.may_fit(v.footprint for v in chosen)
+            assert len(chosen) >= fewest
+
+
+def test_the_quick_tests_docstring_example_holds() -> None:
+    result = doctest.testmod(preemption_room)
+    assert (result.attempted > 0, result.failed) == (True, 0)

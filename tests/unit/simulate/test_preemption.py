@@ -1,16 +1,19 @@
 """Preemption in the simulator: who is evicted, who never is, and what the output shows."""
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
 
 from vgpu.app.cli import main
-from vgpu.app.simulate.engine import HAMI_DEFAULT, Simulation, State
+from vgpu.app.simulate.engine import HAMI_DEFAULT, PolicyPair, Simulation, State
 from vgpu.app.simulate.metrics import Preemptions, RunResult
 from vgpu.app.simulate.report import document, table
 from vgpu.app.simulate.scenario import Scenario, ScenarioError, parse_scenario
 from vgpu.app.simulate.workload import PodArrival, generate_pods
+from vgpu.domain import Policy, preemption
+from vgpu.domain.preemption_room import Footprint, Room
 
 from .builders import TINY, arrival, cluster
 
@@ -140,3 +143,59 @@ def test_a_bad_preemption_option_is_refused_naming_it() -> None:
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(TINY + "preemption: sometimes\n", "tiny")
     assert "tiny: preemption" in str(caught.value)
+
+
+CROWDED = """
+name: crowded
+seed: 5
+duration: 12h
+sample_every: 10m
+preemption: true
+nodes:
+  - {name: n, count: 3, gpus: 4, memory: 40Gi, split_count: 10}
+workloads:
+  - name: small
+    arrivals_per_hour: 12
+    gpus: {choices: [1, 2], weights: [4, 1]}
+    memory: {min: 2Gi, max: 10Gi}
+    cores: {min: 5, max: 25}
+    runtime: {distribution: lognormal, median: 4h, sigma: 0.5}
+  - name: train
+    arrivals_per_hour: 1
+    start: 1h
+    gpus: {choices: [2, 3, 4]}
+    runtime: {distribution: fixed, value: 1h}
+    priority: 1000
+"""
+
+
+class EverySet(Room):
+    """The victim search as it was before the quick test: every set goes to the full fit."""
+
+    def may_fit(self, footprints: Iterable[Footprint]) -> bool:
+        return True
+
+    def fewest(self, footprints: Sequence[Footprint]) -> int:
+        return 0
+
+
+def test_the_quick_victim_test_changes_no_placement_and_no_eviction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # small pods spread over every card, whole-card jobs evicting many of them at a time
+    scenario = parse_scenario(CROWDED, "crowded")
+    pods = generate_pods(scenario, scenario.seed)
+    pair = PolicyPair(Policy.SPREAD, Policy.SPREAD)
+    runs = []
+    for search in (Room, EverySet):
+        monkeypatch.setattr(preemption, "Room", search)
+        simulation = Simulation(scenario, pair, pods)
+        result = simulation.run()
+        runs.append(
+            (
+                [(p.key, p.state, p.node, p.placed_at, p.finish_at) for p in simulation.pods],
+                result.outcome(),
+            )
+        )
+        assert result.preemptions is not None and result.preemptions.evicted > 50
+    assert runs[0] == runs[1]

@@ -53,6 +53,26 @@ def test_the_table_shows_each_policy_at_100_and_130_percent(
     assert "Most GPU allocated at 100 % arrived:" in out
 
 
+def test_hami_s_pairs_run_beside_the_paper_s_policies_with_fgd_against_hami_s_default(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods, nodes = files
+    common = ["--trace", str(pods), "--nodes", str(nodes), "--seeds", "2"]
+    assert simulate(*common, "--policy", "fgd,binpack/spread,spread/spread") == 0
+    out = capsys.readouterr().out
+    names = {"fgd", "binpack/spread*", "spread/spread"}
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    rows = {words[0]: words for words in lines if words[0] in names}
+    assert set(rows) == names
+    gain = float(rows["fgd"][1]) - float(rows["binpack/spread*"][1])
+    assert f"vgpu's fgd against HAMi's default binpack/spread: {gain:+.2f} points at 100 %" in out
+    assert "* HAMi's default (node binpack, GPU spread)" in out
+    assert simulate(*common, "--policy", "spread/binpack", "--json") == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["policy"] == "spread/binpack" and "paper" not in run
+    assert 0 < run["at_100"]["mean"] <= 100
+
+
 def test_json_holds_every_seed_and_the_mean_curve(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -109,8 +129,9 @@ def test_the_same_seeds_give_the_same_figures(
         (["--scenario", "x.yaml"], "--scenario does not apply to a trace replay"),
         (["--preemption"], "--preemption does not apply to a trace replay"),
         (
-            ["--policy", "binpack/spread"],
-            "--policy binpack/spread does not apply to a trace replay",
+            ["--policy", "fgd/fgd"],
+            "--policy fgd/fgd: a trace replays HAMi's pairs of binpack and spread; FGD is the "
+            "paper's policy fgd",
         ),
     ],
 )

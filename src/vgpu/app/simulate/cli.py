@@ -63,8 +63,9 @@ def register(subparsers: Any) -> None:
         type=_policies,
         metavar="LIST",
         help="run only these, comma-separated: NODE/GPU pairs such as binpack/spread (default: "
-        "all four); with --trace the paper's policies: "
-        f"{', '.join(p.value for p in PaperPolicy)} (default: all)",
+        "all four); with --trace the paper's policies "
+        f"({', '.join(p.value for p in PaperPolicy)}) and HAMi's pairs of binpack and spread "
+        "(default: all)",
     )
     parser.add_argument(
         "--preemption",
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         if clash := _trace_clash(args, pairs):
             print(f"vgpu simulate: {clash}", file=sys.stderr)
             return 2
-        return run_trace(args, named)
+        return run_trace(args, args.policy or ())
     if named or args.nodes is not None:
         given = f"--policy {named[0].value}" if named else "--nodes"
         print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
@@ -172,10 +173,15 @@ def _trace_clash(args: argparse.Namespace, pairs: list[PolicyPair]) -> str:
         (args.scenario, "--scenario"),
         (args.preemption, "--preemption"),
         (args.print_scenario, "--print-scenario"),
-        (pairs, f"--policy {pairs[0].label}" if pairs else ""),
     ):
         if given:
             return f"{option} does not apply to a trace replay (--trace)"
+    for pair in pairs:
+        if pair not in ALL_PAIRS:
+            return (
+                f"--policy {pair.label}: a trace replays HAMi's pairs of binpack and spread; "
+                "FGD is the paper's policy fgd"
+            )
     return ""
 
 

@@ -8,18 +8,20 @@ from pathlib import Path
 
 from vgpu.domain.fragmentation import PaperPolicy
 
+from ..engine import ALL_PAIRS
 from ..outputs import save_report, with_progress
 from .experiments import run_policies
 from .files import WORKLOADS, TraceError, read_nodes, read_pods, shipped_nodes, shipped_pods
-from .replay import Trace
+from .replay import Trace, TracePolicy
 from .report import document, table
 
 FIRST_SEED = 42  # the paper's seeds are 42..51
 SEEDS = 10
 
 
-def run_trace(args: argparse.Namespace, policies: Sequence[PaperPolicy]) -> int:
-    """Replay `args.trace` under `policies` (all of the paper's when empty)."""
+def run_trace(args: argparse.Namespace, policies: Sequence[TracePolicy]) -> int:
+    """Replay `args.trace` under `policies` (when empty: all of the paper's, then HAMi's
+    four pairs)."""
     try:
         trace = load(args.trace, args.nodes)
     except TraceError as exc:
@@ -27,7 +29,7 @@ def run_trace(args: argparse.Namespace, policies: Sequence[PaperPolicy]) -> int:
         return 2
     first = FIRST_SEED if args.seed is None else args.seed
     seeds = list(range(first, first + args.seeds))
-    chosen = list(policies) or list(PaperPolicy)
+    chosen = list(policies) or [*PaperPolicy, *ALL_PAIRS]
     runs = with_progress(
         f"replaying {trace.name}: {len(chosen) * len(seeds)} runs",
         not args.no_progress,

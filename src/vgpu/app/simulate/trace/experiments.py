@@ -6,10 +6,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from vgpu.domain.fragmentation import PaperPolicy
-
 from ..progress import Progress
-from .replay import Replay, Trace, replay
+from .replay import Replay, Trace, TracePolicy, replay
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +26,7 @@ class Spread:
 class PolicyRuns:
     """One policy's replays, one per seed, in seed order."""
 
-    policy: PaperPolicy
+    policy: TracePolicy
     replays: tuple[Replay, ...]
 
     def at(self, arrived: int) -> Spread | None:
@@ -50,7 +48,7 @@ class PolicyRuns:
 
 def run_policies(
     trace: Trace,
-    policies: Sequence[PaperPolicy],
+    policies: Sequence[TracePolicy],
     seeds: Sequence[int],
     *,
     jobs: int = 1,
@@ -59,7 +57,7 @@ def run_policies(
     """Every policy under every seed; with `jobs` > 1 in that many worker processes."""
     report = progress or (lambda _: None)
     work = [(policy, seed) for policy in policies for seed in seeds]
-    done: dict[tuple[PaperPolicy, int], Replay] = {}
+    done: dict[tuple[TracePolicy, int], Replay] = {}
     if jobs <= 1 or len(work) <= 1:
         for policy, seed in work:
             done[policy, seed] = replay(trace, policy, seed)

@@ -2,10 +2,11 @@
 as they ask for slices, so the scheduler can be put on the same cluster the replay uses.
 
 A share of `m` milli asks `gpucores` and `gpumem-percentage` of `m / 10` (every openb share is
-a multiple of 10, so this is exact); whole cards ask `nvidia.com/gpu: N` with all the memory and
-100 cores each (what the webhook gives whole-card pods); `gpu_spec` `A|B` becomes
-`nvidia.com/use-gputype: A,B`. The smallest share is 50 milli, so cards are split 20 ways:
-HAMi's default of 10 would stop a card at 10 pods, which the trace does not.
+a multiple of 10, so this is exact; another trace's share is rounded up to a whole percent,
+HAMi's unit, so it never asks less than its share); whole cards ask `nvidia.com/gpu: N` with
+all the memory and 100 cores each (what the webhook gives whole-card pods); `gpu_spec` `A|B`
+becomes `nvidia.com/use-gputype: A,B`. The smallest share is 50 milli, so cards are split 20
+ways: HAMi's default of 10 would stop a card at 10 pods, which the trace does not.
 """
 
 from typing import Any
@@ -25,20 +26,14 @@ CARD_MEMORY = {
     "G2": 20000,
     "G3": 30000,
 }
-
-
-def card_memory(model: str) -> int:
-    """MiB per card of `model`; ValueError names a model the trace does not describe."""
-    try:
-        return CARD_MEMORY[model]
-    except KeyError:
-        known = ", ".join(sorted(CARD_MEMORY))
-        raise ValueError(f"model {model!r} has no known card memory (known: {known})") from None
+# A model the table does not know (a user's trace): every request asks a share of the card's
+# memory, never MiB, so the size decides nothing and any will do.
+OTHER_MEMORY = 16384
 
 
 def hami_devices(name: str, node: MilliNode) -> tuple[Device, ...]:
     """The node's cards as its device plugin would register them (all free)."""
-    memory = card_memory(node.model)
+    memory = CARD_MEMORY.get(node.model, OTHER_MEMORY)
     return tuple(
         Device(f"GPU-{name}-{i}", i, f"NVIDIA {node.model}", SPLIT, memory, 100)
         for i in range(len(node.free))
@@ -55,7 +50,7 @@ def hami_manifest(name: str, pod: MilliPod, annotations: dict[str, str]) -> dict
     if pod.milli >= MILLI:
         limits = {NVIDIA.count_resource: pod.gpus, NVIDIA.cores_resource: 100}
     else:
-        percent = pod.milli // 10
+        percent = -(-pod.milli // 10)
         limits = {
             NVIDIA.count_resource: pod.gpus,
             NVIDIA.cores_resource: percent,

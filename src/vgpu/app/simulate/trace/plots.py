@@ -5,8 +5,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..engine import PolicyPair
 from .experiments import PolicyRuns
-from .replay import Trace
+from .replay import Trace, policy_name
 from .report import describe, document, table
 
 
@@ -33,7 +34,13 @@ def _allocation(path: Path, trace: Trace, runs: Sequence[PolicyRuns]) -> Path:
         ax.plot([0, top], [0, top], color="0.7", linestyle="--", label="everything placed")
         for r in runs:
             curve = r.curve()
-            ax.plot(list(curve), list(curve.values()), label=r.policy.value)
+            hami = isinstance(r.policy, PolicyPair)  # HAMi's pairs dashed, the paper's solid
+            ax.plot(
+                list(curve),
+                list(curve.values()),
+                label=policy_name(r.policy),
+                linestyle="--" if hami else "-",
+            )
         ax.set_xlabel("GPU arrived (% of the cluster's)")
         ax.set_ylabel("GPU allocated (% of the cluster's)")
         ax.grid(alpha=0.3)

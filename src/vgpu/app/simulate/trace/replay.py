@@ -1,5 +1,8 @@
 """One experiment of the FGD paper's protocol: a trace, a policy and a seed.
 
+The policy is one of the paper's (on the milli-GPU model, `index.py`) or one of HAMi's node/GPU
+pairs (through vgpu's scheduler, `hami_pairs.py`); both see the same stream and node ranks.
+
 Pods are scheduled one at a time and never leave; a pod that fits nowhere fails at once and
 still counts as arrived. After every pod the arrived GPU (as a whole percent of the cluster's)
 and the allocated GPU (a percent with two decimals) are noted; the *allocation ratio at x %*
@@ -25,9 +28,18 @@ from vgpu.domain.fragmentation import (
     typical_shapes,
 )
 
+from ..engine import PolicyPair
 from .files import TraceNode, TracePod
+from .hami_pairs import HamiPair
 from .index import NodeIndex
 from .protocol import LOAD, arrivals, node_ranks, percent, share
+
+TracePolicy = PaperPolicy | PolicyPair
+
+
+def policy_name(policy: TracePolicy) -> str:
+    """`fgd`, `bestfit`, ... or `binpack/spread`, ..."""
+    return policy.label if isinstance(policy, PolicyPair) else policy.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +67,7 @@ class Trace:
 class Replay:
     """What one experiment gave: the allocation ratio (percent) at each arrived percent."""
 
-    policy: PaperPolicy
+    policy: TracePolicy
     seed: int
     pods: int  # in the stream, after tuning
     placed: int
@@ -79,15 +91,20 @@ class Chooser(Protocol):
 Search = Callable[[Sequence[MilliNode], Sequence[int], Scored | RandomPlacement], Chooser]
 
 
-def replay(trace: Trace, policy: PaperPolicy, seed: int, search: Search = NodeIndex) -> Replay:
-    """Replay `trace` under `policy` with `seed` (stream, ranks and Random's draws)."""
+def replay(trace: Trace, policy: TracePolicy, seed: int, search: Search = NodeIndex) -> Replay:
+    """Replay `trace` under `policy` with `seed` (stream, ranks and Random's draws); `search`
+    finds nodes for the paper's policies."""
     wall, cpu = time.perf_counter(), time.process_time()
     cards = trace.cards
     rng = random.Random(seed)
     stream = arrivals(trace.pods, cards * MILLI, rng)
     ranks = node_ranks(len(trace.nodes), rng)
-    rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
-    index = search(trace.nodes, ranks, rules)
+    index: Chooser
+    if isinstance(policy, PolicyPair):
+        index = HamiPair(trace.nodes, ranks, policy)
+    else:
+        rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
+        index = search(trace.nodes, ranks, rules)
     curve = _Curve()
     arrived = used = placed = 0
     for pod in stream:

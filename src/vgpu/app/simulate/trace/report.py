@@ -4,11 +4,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from vgpu.domain.fragmentation import PaperPolicy
+
+from ..engine import HAMI_DEFAULT, PolicyPair
 from .experiments import PolicyRuns, Spread
 from .hami import CARD_MEMORY
 from .paper import PUBLISHED, Published
 from .protocol import LOAD
-from .replay import Trace
+from .replay import Trace, TracePolicy, policy_name
 
 MARKS = (100, round(LOAD * 100))  # the arrived percentages the table shows
 
@@ -36,6 +39,7 @@ def table(trace: Trace, runs: Sequence[PolicyRuns]) -> str:
         return "no runs\n"
     seeds = [r.seed for r in runs[0].replays]
     paper = PUBLISHED.get(trace.name, {})
+    pairs = any(isinstance(r.policy, PolicyPair) for r in runs)
     stream = runs[0].mean(lambda r: r.pods)
     lines = [
         f"vgpu simulate --trace {trace.name}: {describe(trace)}",
@@ -48,8 +52,8 @@ def table(trace: Trace, runs: Sequence[PolicyRuns]) -> str:
     ]
     rows = [
         [
-            r.policy.value,
-            *(_cell(r.at(mark), _published(paper.get(r.policy), mark)) for mark in MARKS),
+            policy_name(r.policy) + ("*" if r.policy == HAMI_DEFAULT else ""),
+            *(_cell(r.at(mark), _published(_paper(paper, r.policy), mark)) for mark in MARKS),
             f"{r.mean(lambda x: x.failed):,.0f}",
             f"{r.mean(lambda x: x.cpu_seconds):.2f}",
         ]
@@ -66,6 +70,12 @@ def table(trace: Trace, runs: Sequence[PolicyRuns]) -> str:
     best = _best(runs)
     if best:
         lines.append(f"Most GPU allocated at 100 % arrived: {', '.join(best)}.")
+    lines.extend(_against_hami(runs))
+    if pairs:
+        lines.append(
+            "* HAMi's default (node binpack, GPU spread). HAMi's pairs are node/GPU policies run\n"
+            "  through vgpu's scheduler (Ledger.decide) behind the same CPU and memory filter."
+        )
     lines.append(
         "Failed pods fit on no node when they arrived (they still count as arrived); "
         "CPU s/run is the replay's own time."
@@ -86,12 +96,12 @@ def document(trace: Trace, runs: Sequence[PolicyRuns], *, curves: bool = False) 
             "load": LOAD,
             "seeds": [r.seed for r in runs[0].replays] if runs else [],
         },
-        "runs": [_run(r, paper.get(r.policy), curves) for r in runs],
+        "runs": [_run(r, _paper(paper, r.policy), curves) for r in runs],
     }
 
 
 def _run(runs: PolicyRuns, paper: Published | None, curves: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {"policy": runs.policy.value}
+    body: dict[str, Any] = {"policy": policy_name(runs.policy)}
     for mark in MARKS:
         spread = runs.at(mark)
         body[f"at_{mark}"] = (
@@ -123,6 +133,26 @@ def _cell(spread: Spread | None, published: float | None) -> str:
     return text if published is None else f"{text} ({published:.2f})"
 
 
+def _paper(paper: dict[PaperPolicy, Published], policy: TracePolicy) -> Published | None:
+    return paper.get(policy) if isinstance(policy, PaperPolicy) else None
+
+
+def _against_hami(runs: Sequence[PolicyRuns]) -> list[str]:
+    """The headline: FGD's allocation against HAMi's default pair's, when both ran."""
+    by_policy = {r.policy: r for r in runs}
+    fgd, hami = by_policy.get(PaperPolicy.FGD), by_policy.get(HAMI_DEFAULT)
+    if fgd is None or hami is None:
+        return []
+    gains = []
+    for mark in MARKS:
+        ours, theirs = fgd.at(mark), hami.at(mark)
+        if ours is not None and theirs is not None:
+            gains.append(f"{ours.mean - theirs.mean:+.2f} points at {mark} % arrived")
+    if not gains:
+        return []
+    return [f"vgpu's fgd against HAMi's default {HAMI_DEFAULT.label}: {', '.join(gains)}."]
+
+
 def _published(paper: Published | None, mark: int) -> float | None:
     if paper is None:
         return None
@@ -134,7 +164,7 @@ def _best(runs: Sequence[PolicyRuns]) -> list[str]:
     if not means:
         return []
     top = max(means.values())
-    return [p.value for p, m in means.items() if m == top]
+    return [policy_name(p) for p, m in means.items() if m == top]
 
 
 def _seeds(seeds: Sequence[int]) -> str:
