@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.device_plugin.builders import NODE
 from tests.unit.device_plugin.migworld import (
     MIG_A,
     MIG_B,
@@ -17,6 +18,8 @@ from tests.unit.device_plugin.migworld import (
     mig_world,
     reserve,
 )
+from vgpu.app.device_plugin.migmanager import MigManager
+from vgpu.app.device_plugin.served import ServedRecord
 from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
     MigInstance,
@@ -25,7 +28,7 @@ from vgpu.domain.mig import (
     MigRuntime,
     encode_mig_allocations,
 )
-from vgpu.domain.pod import Pod
+from vgpu.domain.pod import Container, Pod
 from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
 
 SMALL = "NVIDIA,4864,15:"
@@ -220,3 +223,51 @@ def test_start_destroys_nothing_while_what_it_judges_by_cannot_be_read(
     unreadable(w, "")
     assert w.mig.reconcile()
     assert w.fake.mig_instances() == []
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        {GRANT_SIGNATURE_ANNOTATION: "k1:garbled"},
+        {MIG_ALLOCATIONS_ANNOTATION: "[]"},
+    ],
+    ids=["signature-garbled", "reservations-dropped"],
+)
+def test_a_restarted_plugin_takes_up_a_tampered_pods_instance_and_frees_it_when_the_pod_ends(
+    tmp_path: Path, tamper: dict[str, str]
+) -> None:
+    w = mig_world(tmp_path)
+    pod = allocated(w, "train", MIG_A, 0)
+    w.cluster.put_pod(replace(pod, annotations={**pod.annotations, **tamper}))
+    restarted = MigManager(w.fake, w.cluster, NODE, w.gpus, w.trust, ServedRecord(w.record, NODE))
+
+    assert restarted.start()
+    assert [m.pod for m in restarted.managed()] == ["default/train"]
+
+    w.cluster.put_pod(replace(w.pod("train"), phase="Succeeded"))
+    assert restarted.reconcile()
+    assert w.live() == []  # not left behind on the GPU once its pod has ended
+
+
+def test_the_instances_of_containers_served_in_separate_calls_are_all_taken_up_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    w = mig_world(tmp_path)
+    reservations = [reserve(0, 0, MIG_A, "1g.5gb", 0, 1), reserve(1, 0, MIG_B, "1g.5gb", 0, 1)]
+    grants = f"{MIG_A},{SMALL};{MIG_B},{SMALL};"
+    two = (
+        Container("first", limits={"nvidia.com/gpu": 1}),
+        Container("second", limits={"nvidia.com/gpu": 1}),
+    )
+    w.put(mig_pod(grants, reservations, *two))
+    w.allocator.allocate([[f"{MIG_A}-0"]])
+    w.allocator.allocate([[f"{MIG_B}-0"]])
+    pod = w.pod()
+    w.cluster.put_pod(
+        replace(pod, annotations={**pod.annotations, MIG_ALLOCATIONS_ANNOTATION: "[]"})
+    )
+    restarted = MigManager(w.fake, w.cluster, NODE, w.gpus, w.trust, ServedRecord(w.record, NODE))
+
+    assert restarted.start()
+
+    assert sorted(m.instance.gpu_uuid for m in restarted.managed()) == [MIG_A, MIG_B]

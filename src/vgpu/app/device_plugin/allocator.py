@@ -125,7 +125,7 @@ class Allocator:
                 answers.append(self._hami_core.answer(pod, container, segment))
             served.append((container.name, segment))
             grants[index] = ()
-        self._recorder.record(pod, claim)
+        self._recorder.record(pod, claim, call.runtimes())
         self._patch.write(pod, grants, with_runtime(pod, call) if call.served else None)
         for (name, segment), answer in zip(served, answers, strict=True):
             log.info(

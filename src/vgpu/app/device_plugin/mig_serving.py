@@ -7,7 +7,7 @@ identity goes into the Allocate patch, and those it created, destroyed again whe
 fails.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.app.device_plugin.migmanager import MigManager
@@ -16,11 +16,10 @@ from vgpu.domain.grant import ContainerGrant
 from vgpu.domain.mig import (
     MIG_ALLOCATIONS_ANNOTATION,
     MigInstance,
-    MigReservation,
     MigRuntime,
     container_reservations,
     decode_mig_allocations,
-    encode_mig_allocations,
+    with_runtimes,
 )
 from vgpu.domain.pod import Container, Pod
 from vgpu.ports.gpu import GpuUnavailable, MigError
@@ -33,6 +32,13 @@ class MigCall:
 
     served: dict[tuple[int, int], MigInstance] = field(default_factory=dict)
     created: list[MigInstance] = field(default_factory=list)
+
+    def runtimes(self) -> dict[tuple[int, int], MigRuntime]:
+        """The runtime identity of each instance served, by (container, device)."""
+        return {
+            key: MigRuntime(i.mig_uuid, i.gpu_instance_id, i.compute_instance_id)
+            for key, i in self.served.items()
+        }
 
 
 class MigServing:
@@ -87,14 +93,4 @@ class MigServing:
 def with_runtime(pod: Pod, call: MigCall) -> str:
     """The pod's reservations (`hami.io/vgpu-mig-allocations`) with the runtime identity of
     each instance `call` served."""
-    text = pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, "")
-    return encode_mig_allocations(
-        [_with_runtime(r, call.served.get(r.key)) for r in decode_mig_allocations(text)]
-    )
-
-
-def _with_runtime(reservation: MigReservation, instance: MigInstance | None) -> MigReservation:
-    if instance is None:
-        return reservation
-    runtime = MigRuntime(instance.mig_uuid, instance.gpu_instance_id, instance.compute_instance_id)
-    return replace(reservation, runtime=runtime)
+    return with_runtimes(pod.annotations.get(MIG_ALLOCATIONS_ANNOTATION, ""), call.runtimes())

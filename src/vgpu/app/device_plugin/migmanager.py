@@ -6,8 +6,9 @@ desired, where the pod's grant is trusted (`trust.NodeGrantTrust`: signed, reser
 A reservation nobody vouches for claims nothing: it cannot keep another pod's instance alive,
 adopt it at start, or stall the release of every instance on the node with unreadable text.
 What was served vouches too: an active pod the served record (`served`) holds desires the
-reservations it was served under, whatever its annotations say now, so a tenant that garbles its
-own pod's signature or reservations cannot have the instances destroyed under it.
+reservations it was served under, with the instances it was given, whatever its annotations say
+now, so a tenant that garbles its own pod's signature or reservations cannot have the instances
+destroyed under it, nor leave them behind unmanaged after a restart.
 The rules live in `vgpu.domain.mig.lifecycle`; this class applies them through the MIG port,
 one step at a time under one lock:
 

@@ -17,11 +17,12 @@ Reading the record at start:
 
 import logging
 import threading
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from vgpu.domain.device import Usage
+from vgpu.domain.mig import MigRuntime, with_runtimes
 from vgpu.domain.pod import Pod
 from vgpu.domain.trust import GrantClaim, ServedGrant
 from vgpu.ports.served import RecordCorrupt, ServedRecordPort
@@ -63,26 +64,41 @@ class ServedRecord:
         with self._lock:
             return dict(self._loaded())
 
-    def add(self, pod: Pod, claim: GrantClaim, signed: bool) -> bool:
-        """Record `pod`'s grant (the claim it was served under) and save the record before
-        returning; True when it was new. RecordError when it cannot be saved: then nothing
-        may be served."""
+    def add(
+        self,
+        pod: Pod,
+        claim: GrantClaim,
+        signed: bool,
+        runtimes: Mapping[tuple[int, int], MigRuntime],
+    ) -> bool:
+        """Record `pod`'s grant (the claim it was served under) and the MIG instances served
+        it so far (`runtimes`, by container and device: a restarted plugin takes them up even
+        if a tenant edits the pod's own copy), and save the record before returning; True when
+        the pod was new. RecordError when it cannot be saved: then nothing may be served."""
         with self._lock:
             served = self._loaded()
-            if pod.uid in served:
-                return False
-            grant = ServedGrant(
-                pod.uid,
-                pod.key,
-                claim.allocated,
-                claim.mig_reservations,
-                pod.init_count,
-                signed,
-                self._clock(),
-            )
+            known = served.get(pod.uid)
+            if known is None:
+                grant = ServedGrant(
+                    pod.uid,
+                    pod.key,
+                    claim.allocated,
+                    with_runtimes(claim.mig_reservations, runtimes),
+                    pod.init_count,
+                    signed,
+                    self._clock(),
+                )
+            else:
+                mig = with_runtimes(known.grant.mig_reservations, runtimes)
+                if mig == known.grant.mig_reservations:
+                    return False
+                grant = replace(known.grant, mig_reservations=mig)
             updated = {**served, pod.uid: Served(grant, grant.footprint())}
             self._save(updated)
             self._served = updated
+        if known is not None:
+            log.info("served record %s: pod %s's MIG instances noted", self.location, pod.key)
+            return False
         log.info(
             "served record %s: pod %s (uid %s) holds %s until it ends",
             self._store.location,

@@ -16,6 +16,7 @@ from vgpu.domain.mig.allocations import (
     MigRuntime,
     decode_mig_allocations,
     encode_mig_allocations,
+    with_runtimes,
 )
 from vgpu.domain.mig.allowlist import (
     AllowlistError,
@@ -70,4 +71,5 @@ __all__ = [
     "plan_placement",
     "start_plan",
     "to_release",
+    "with_runtimes",
 ]

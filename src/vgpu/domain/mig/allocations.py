@@ -13,8 +13,8 @@ True
 """
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vgpu.domain.errors import CodecError, brief
@@ -58,6 +58,23 @@ def encode_mig_allocations(reservations: Sequence[MigReservation]) -> str:
         return ""
     return json.dumps(
         [_reservation_json(r) for r in reservations], separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def with_runtimes(text: str, runtimes: Mapping[tuple[int, int], MigRuntime]) -> str:
+    """The reservations in `text` with the runtime identity `runtimes` gives each by (container,
+    device); the others as they are. CodecError when `text` does not read.
+
+    >>> one = '[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"1g.5gb",'
+    >>> one += '"placement":{"start":0,"size":1}}]'
+    >>> made = with_runtimes(one, {(0, 0): MigRuntime("MIG-1", 7, 0)})
+    >>> decode_mig_allocations(made)[0].runtime
+    MigRuntime(mig_uuid='MIG-1', gpu_instance_id=7, compute_instance_id=0)
+    """
+    if not runtimes:
+        return text
+    return encode_mig_allocations(
+        [replace(r, runtime=runtimes.get(r.key, r.runtime)) for r in decode_mig_allocations(text)]
     )
 
 

@@ -3,8 +3,8 @@
 A tenant can rewrite its pod's annotations after it has been served (garble the signature, set
 `hami.io/bind-phase: failed`, drop the grant); the plugin must go on counting what it handed
 out until the pod ends. So, before it answers an Allocate, it records the grant it served, with
-enough to decode it again (the allocated device list and the signed MIG reservations, byte for
-byte), in a JSON file only it writes:
+enough to decode it again (the allocated device list byte for byte, the signed MIG reservations
+with the identity of the instances it made), in a JSON file only it writes:
 
 >>> grant = ServedGrant("uid-1", "default/train", "GPU-a,NVIDIA,3000,30:;", served_at="2026-01-02")
 >>> text = encode_served_record("gpu-node-1", [grant])
@@ -39,7 +39,8 @@ class ServedGrant:
     """One pod's grant as the plugin served it.
 
     `allocated` is `hami.io/vgpu-devices-allocated` and `mig_reservations` the signed part of
-    `hami.io/vgpu-mig-allocations` when it was served; `signed`: the grant's signature verified
+    `hami.io/vgpu-mig-allocations` when it was served, with the runtime identity of each MIG
+    instance served so far; `signed`: the grant's signature verified
     (False: believed unsigned, from HAMi's scheduler or with signing off); `served_at` is UTC,
     RFC 3339.
     """
