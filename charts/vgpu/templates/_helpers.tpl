@@ -64,18 +64,26 @@ never retag or rename it */}}
 {{- include "vgpu.image" (list . .Values.image .Chart.AppVersion) -}}
 {{- end -}}
 
-{{/* HAMi's image, which carries HAMi-core: its own tag, else HAMi's global.imageTag */}}
+{{/* HAMi's image, which carries HAMi-core: devicePlugin.hamiCore.image, or before HAMi v2.7
+devicePlugin.image as one string (registry/repository), as HAMi's device plugin ran it; tagged
+by its own tag, else HAMi's release (`version` before v2.7, global.imageTag from v2.7 on) */}}
 {{- define "vgpu.hamiCoreImage" -}}
 {{- $image := .Values.devicePlugin.hamiCore.image -}}
-{{- $tag := $image.tag | default .Values.global.imageTag | required "devicePlugin.hamiCore.image.tag or global.imageTag must name the tag of HAMi's image that carries HAMi-core" -}}
+{{- $tag := $image.tag | default .Values.version | default .Values.global.imageTag | required "devicePlugin.hamiCore.image.tag or global.imageTag must name the tag of HAMi's image that carries HAMi-core" -}}
+{{- $old := .Values.devicePlugin.image -}}
+{{- if and (kindIs "string" $old) $old -}}
+{{ $old }}:{{ $tag }}
+{{- else -}}
 {{- include "vgpu.image" (list . $image $tag) -}}
 {{- end -}}
+{{- end -}}
 
-{{/* imagePullSecrets of a pod: global.imagePullSecrets plus the pullSecrets of each of its
-images, (list $ (list image...)), HAMi's image keys included; an image that is not a map (an
-old HAMi string) has none. Each secret a name (HAMi) or a {name: ...} object, each name once. */}}
+{{/* imagePullSecrets of a pod: global.imagePullSecrets (imagePullSecrets before HAMi v2.7)
+plus the pullSecrets of each of its images, (list $ (list image...)), HAMi's image keys
+included; an image that is not a map (an old HAMi string) has none. Each secret a name (HAMi) or a {name: ...} object, each name once. */}}
 {{- define "vgpu.pullSecrets" -}}
-{{- $secrets := (index . 0).Values.global.imagePullSecrets | default list -}}
+{{- $values := (index . 0).Values -}}
+{{- $secrets := concat ($values.global.imagePullSecrets | default list) ($values.imagePullSecrets | default list) -}}
 {{- range (index . 1) -}}
 {{- if kindIs "map" . -}}
 {{- $secrets = concat $secrets (.pullSecrets | default list) -}}
@@ -97,8 +105,51 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
+{{/* kube-scheduler's image: HAMi's map (registry, repository, tag: v2.7 on) or HAMi's string
+before v2.7 (registry/repository, tagged by scheduler.kubeScheduler.imageTag) */}}
+{{- define "vgpu.kubeSchedulerImage" -}}
+{{- $image := .Values.scheduler.kubeScheduler.image -}}
+{{- if kindIs "map" $image -}}
+{{ include "vgpu.image" (list . (omit $image "tag") (include "vgpu.kubeSchedulerTag" .)) }}
+{{- else -}}
+{{ $image }}:{{ include "vgpu.kubeSchedulerTag" . }}
+{{- end -}}
+{{- end -}}
+
+{{- define "vgpu.kubeSchedulerPullPolicy" -}}
+{{- $kubeScheduler := .Values.scheduler.kubeScheduler -}}
+{{- if kindIs "map" $kubeScheduler.image -}}
+{{ $kubeScheduler.image.pullPolicy | default "IfNotPresent" }}
+{{- else -}}
+{{ $kubeScheduler.imagePullPolicy | default "IfNotPresent" }}
+{{- end -}}
+{{- end -}}
+
+{{/* the tag the values give kube-scheduler's image, "" when none */}}
+{{- define "vgpu.kubeSchedulerGivenTag" -}}
+{{- $kubeScheduler := .Values.scheduler.kubeScheduler -}}
+{{- if kindIs "map" $kubeScheduler.image -}}
+{{ $kubeScheduler.image.tag | default "" | trim }}
+{{- else -}}
+{{ $kubeScheduler.imageTag | default "" | trim }}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the given tag names a kube-scheduler before 1.25, which cannot read the
+KubeSchedulerConfiguration v1 this chart writes (HAMi v2.4's default imageTag is v1.20.0, which
+HAMi v2.4 itself never used) */}}
+{{- define "vgpu.kubeSchedulerTagTooOld" -}}
+{{- if regexMatch "^v?1\\.([0-9]|1[0-9]|2[0-4])(\\.[0-9]+)?$" (include "vgpu.kubeSchedulerGivenTag" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* the given tag, else (or when too old) the cluster's version, suffix such as +k3s1 stripped */}}
 {{- define "vgpu.kubeSchedulerTag" -}}
-{{- .Values.scheduler.kubeScheduler.image.tag | default (regexReplaceAll "[+-].*$" .Capabilities.KubeVersion.Version "") -}}
+{{- $given := include "vgpu.kubeSchedulerGivenTag" . -}}
+{{- if or (not $given) (include "vgpu.kubeSchedulerTagTooOld" .) -}}
+{{ regexReplaceAll "[+-].*$" .Capabilities.KubeVersion.Version "" }}
+{{- else -}}
+{{ $given }}
+{{- end -}}
 {{- end -}}
 
 {{/* "5m", "300s", "1h" or a number of seconds -> seconds */}}

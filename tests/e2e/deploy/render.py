@@ -18,6 +18,10 @@ CHART = REPO / "charts" / "vgpu"
 # HAMi's own values.yaml, and what an operator of a real cluster sets over it
 HAMI_VALUES = Path(__file__).parent / "hami" / "values-v2.10.0.yaml"
 OPERATOR_OVERRIDES = Path(__file__).parent / "hami" / "operator-overrides.yaml"
+# HAMi before v2.7: images as strings, tagged by `version`; v2.4 copies HAMi-core itself
+HAMI_BEFORE_V2_7 = tuple(
+    Path(__file__).parent / "hami" / f"values-{v}.yaml" for v in ("v2.4.1", "v2.6.1")
+)
 NAMESPACE = "vgpu-system"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion: webhook matchConditions are
 # on by default from 1.28) and the newest whose schema kubernetes-validate ships.
@@ -76,9 +80,11 @@ def template(
     kube_version: str | None = None,
     api_versions: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    result = helm(*template_args(
-        *values, set_values=set_values, kube_version=kube_version, api_versions=api_versions
-    ))
+    result = helm(
+        *template_args(
+            *values, set_values=set_values, kube_version=kube_version, api_versions=api_versions
+        )
+    )
     assert result.returncode == 0, result.stderr
     return [d for d in yaml.safe_load_all(result.stdout) if d]
 

@@ -1,6 +1,7 @@
 """charts/vgpu: lints, renders valid objects for every supported Kubernetes, and agrees with
 the processes it runs (their routes, flags and settings files)."""
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +226,8 @@ def test_the_webhook_reaches_the_tls_listener_through_the_service(tmp_path: Path
     certs = settings.webhook_tls
     assert certs is not None
     assert (certs.secret_name, certs.webhook_name, certs.service_name) == (
-        "vgpu-scheduler-tls", one(objects, "MutatingWebhookConfiguration")["metadata"]["name"],
+        "vgpu-scheduler-tls",
+        one(objects, "MutatingWebhookConfiguration")["metadata"]["name"],
         "vgpu-scheduler",
     )
     assert str(certs.cert_dir) == "/tls"
@@ -273,8 +275,11 @@ def test_metrics_are_served_on_their_own_port_and_scraped_by_the_service_monitor
 def test_every_vgpu_container_passes_only_flags_its_command_accepts(variant: str) -> None:
     objects = render(variant)
     found = [
-        c for owner in objects if owner["kind"] in ("Deployment", "DaemonSet")
-        for c in containers(owner).values() if "args" in c
+        c
+        for owner in objects
+        if owner["kind"] in ("Deployment", "DaemonSet")
+        for c in containers(owner).values()
+        if "args" in c
     ]
     assert {c["args"][0] for c in found} >= {"scheduler", "device-plugin", "monitor"}
     for c in found:
@@ -288,12 +293,16 @@ def test_the_monitor_runs_beside_the_plugin_on_the_host_cache_directory() -> Non
     parsed = parse(monitor["args"])
     assert (str(parsed.host_dir), parsed.metrics_listen) == ("/usr/local/vgpu/containers", ":9394")
     mounts = {m["name"]: m["mountPath"] for m in monitor["volumeMounts"]}
-    hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["spec"]["template"]["spec"]["volumes"]
-             if "hostPath" in v}
+    hosts = {
+        v["name"]: v["hostPath"]["path"]
+        for v in plugin["spec"]["template"]["spec"]["volumes"]
+        if "hostPath" in v
+    }
     assert hosts[next(iter(mounts))] == mounts[next(iter(mounts))] == "/usr/local/vgpu/containers"
     service = one(objects, "Service", "vgpu-device-plugin-monitor")
-    assert service["spec"]["ports"] == [{"name": "monitorport", "port": 9394,
-                                         "targetPort": "monitorport"}]
+    assert service["spec"]["ports"] == [
+        {"name": "monitorport", "port": 9394, "targetPort": "monitorport"}
+    ]
     off = template(set_values=("devicePlugin.monitor.enabled=false",))
     assert "vgpu-monitor" not in containers(one(off, "DaemonSet"))
     assert not [o for o in off if o["metadata"]["name"] == "vgpu-device-plugin-monitor"]
@@ -311,7 +320,8 @@ def test_rollouts_keep_a_ready_scheduler_and_evictions_leave_one() -> None:
     objects = render("default")
     deployment = one(objects, "Deployment")
     assert deployment["spec"]["strategy"] == {
-        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
     }
     # readiness without leadership: the surge replica becomes Ready while the old one leads
     probe = containers(deployment)["vgpu"]["readinessProbe"]["httpGet"]["path"]
@@ -360,17 +370,49 @@ def test_the_device_plugin_runs_as_root_to_write_root_owned_host_directories() -
 
 
 def test_hami_core_is_copied_into_the_host_dir_by_an_init_container_from_hami_s_image() -> None:
-    objects = template(set_values=(
-        "devicePlugin.hamiCore.image.registry=mirror.example.com",
-        "devicePlugin.hamiCore.image.tag=v2.9.0",
-    ))
+    objects = template(
+        set_values=(
+            "devicePlugin.hamiCore.image.registry=mirror.example.com",
+            "devicePlugin.hamiCore.image.tag=v2.9.0",
+        )
+    )
     plugin = one(objects, "DaemonSet")
     init = containers(plugin)["hami-core"]
     assert init["image"] == "mirror.example.com/projecthami/hami:v2.9.0"
-    assert init["command"][-1] == "/k8s-vgpu/bin/vgpu-init.sh /usr/local/vgpu/"
     assert init["volumeMounts"] == [{"name": "lib", "mountPath": "/usr/local/vgpu"}]
-    plugin_config = yaml.safe_load(one(objects, "ConfigMap", "vgpu-device-plugin")["data"]["config.yaml"])
+    plugin_config = yaml.safe_load(
+        one(objects, "ConfigMap", "vgpu-device-plugin")["data"]["config.yaml"]
+    )
     assert plugin_config["hook_path"] == "/usr/local"
+
+
+@pytest.mark.parametrize("hami_image", ["v2.5 and later", "before v2.5"])
+def test_the_init_container_copies_hami_core_from_either_layout_of_hami_s_image(
+    hami_image: str, tmp_path: Path
+) -> None:
+    """From v2.5 HAMi's image copies HAMi-core with its own vgpu-init.sh; before, HAMi's chart
+    copied /k8s-vgpu/lib/nvidia/* itself. The rendered command runs here against each layout,
+    the image's root and the host directory moved under tmp_path."""
+    command = containers(one(template(), "DaemonSet"))["hami-core"]["command"]
+    image, host = tmp_path / "k8s-vgpu", tmp_path / "host"
+    (image / "lib" / "nvidia").mkdir(parents=True)
+    host.mkdir()
+    for name in ("libvgpu.so", "ld.so.preload"):
+        (image / "lib" / "nvidia" / name).write_text(name)
+    if hami_image == "v2.5 and later":
+        init = image / "bin" / "vgpu-init.sh"
+        init.parent.mkdir()
+        init.write_text(f'#!/bin/sh\ncp {image}/lib/nvidia/libvgpu.so "$1" && touch "$1/by-init"\n')
+        init.chmod(0o755)
+    script = command[-1].replace("/k8s-vgpu", str(image)).replace("/usr/local/vgpu/", f"{host}/")
+
+    subprocess.run([*command[:-1], script], check=True)
+
+    copied = {p.name for p in host.iterdir()}
+    if hami_image == "v2.5 and later":
+        assert copied == {"libvgpu.so", "by-init"}
+    else:
+        assert copied == {"libvgpu.so", "ld.so.preload"}
 
 
 def test_a_lib_path_that_disagrees_with_the_hook_path_is_refused() -> None:
@@ -386,7 +428,11 @@ def test_the_kube_scheduler_auth_reader_binding_is_in_kube_system() -> None:
 
 
 def test_the_admission_policy_trusts_the_release_s_service_accounts() -> None:
-    objects = template(set_values=("scheduler.admissionPolicy.trustedUsers={system:serviceaccount:hami:hami-scheduler}",))
+    objects = template(
+        set_values=(
+            "scheduler.admissionPolicy.trustedUsers={system:serviceaccount:hami:hami-scheduler}",
+        )
+    )
     policy = one(objects, "ValidatingAdmissionPolicy")
     trusted = next(v for v in policy["spec"]["variables"] if v["name"] == "trusted")["expression"]
     for account in ("vgpu-scheduler", "vgpu-device-plugin"):

@@ -1,5 +1,5 @@
 """A HAMi operator's values install vgpu as they are (issue 18): HAMi v2.10's own values.yaml
-and a real cluster's overrides, alone and together, render what the operator set (split count,
+(and v2.4's and v2.6's, whose image keys are strings) and a real cluster's overrides, alone and together, render what the operator set (split count,
 images, pull secrets, node ports, log levels), every HAMi value either takes effect or is named
 in the install notes, and a wrong value stops `helm template` with the schema's message."""
 
@@ -12,6 +12,7 @@ import yaml
 
 from tests.e2e.deploy.render import (
     CHART,
+    HAMI_BEFORE_V2_7,
     HAMI_VALUES,
     NAMESPACE,
     OPERATOR_OVERRIDES,
@@ -147,6 +148,55 @@ def test_vgpu_s_images_keep_vgpu_s_name_and_version_and_hami_s_image_only_carrie
     assert hami_only["hami-core"] == "docker.io/projecthami/hami:v2.9.1"
 
 
+@pytest.mark.parametrize("values", HAMI_BEFORE_V2_7, ids=lambda p: p.stem)
+def test_hami_s_image_strings_before_v2_7_are_pulled_as_hami_pulled_them(
+    values: Path, tmp_path: Path
+) -> None:
+    release = yaml.safe_load(values.read_text())["version"]
+    as_given = images(template(values, kube_version="1.31.4+k3s1"))
+    assert as_given["kube-scheduler"] == (
+        "registry.cn-hangzhou.aliyuncs.com/google_containers/kube-scheduler:v1.31.4"
+    )
+    assert as_given["hami-core"] == f"projecthami/hami:{release}"
+
+    mirrored = tmp_path / "mirrored.yaml"
+    mirrored.write_text(
+        yaml.safe_dump(
+            {
+                "imagePullSecrets": [{"name": "harbor-cred"}],
+                "devicePlugin": {"image": "harbor.example.com/hami/hami"},
+                "scheduler": {
+                    "kubeScheduler": {
+                        "image": "harbor.example.com/k8s/kube-scheduler",
+                        "imageTag": "v1.30.2",
+                        "imagePullPolicy": "Always",
+                    }
+                },
+            }
+        )
+    )
+    objects = template(values, mirrored)
+    assert images(objects)["hami-core"] == f"harbor.example.com/hami/hami:{release}"
+    scheduler = containers(one(objects, "Deployment"))["kube-scheduler"]
+    assert scheduler["image"] == "harbor.example.com/k8s/kube-scheduler:v1.30.2"
+    assert scheduler["imagePullPolicy"] == "Always"
+    for kind in ("Deployment", "DaemonSet"):
+        pod = one(objects, kind)["spec"]["template"]["spec"]
+        assert {"name": "harbor-cred"} in pod["imagePullSecrets"]
+
+
+def test_a_kube_scheduler_tag_older_than_1_25_gives_way_to_the_cluster_s_version(
+    tmp_path: Path,
+) -> None:
+    # HAMi v2.4.0's default imageTag, which HAMi v2.4 never used: such a kube-scheduler cannot
+    # read the KubeSchedulerConfiguration v1 the chart writes
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump({"scheduler": {"kubeScheduler": {"imageTag": "v1.20.0"}}}))
+    objects = template(HAMI_BEFORE_V2_7[0], old, kube_version="1.31.4")
+    assert images(objects)["kube-scheduler"].endswith("/kube-scheduler:v1.31.4")
+    assert "the values' tag v1.20.0 is older than 1.25" in notes(HAMI_BEFORE_V2_7[0], old)
+
+
 @pytest.mark.parametrize(
     "secrets",
     [["harbor-cred"], [{"name": "harbor-cred"}]],
@@ -245,12 +295,13 @@ def test_service_monitors_only_where_the_prometheus_operator_s_api_is_served() -
     assert "no monitoring.coreos.com/v1" in notes(*BOTH)
 
 
-def test_every_key_of_hami_s_values_is_a_vgpu_value_or_listed_as_ignored() -> None:
+@pytest.mark.parametrize("values", [HAMI_VALUES, *HAMI_BEFORE_V2_7], ids=lambda p: p.stem)
+def test_every_key_of_hami_s_values_is_a_vgpu_value_or_listed_as_ignored(values: Path) -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     ours = flat_keys(yaml.safe_load((CHART / "values.yaml").read_text()))
     ours |= schema_keys(schema, schema)
     ignored = {key for entry in IGNORED for key in entry["keys"]}
-    hami = flat_keys(yaml.safe_load(HAMI_VALUES.read_text()))
+    hami = flat_keys(yaml.safe_load(values.read_text()))
     assert [k for k in sorted(hami) if not covers(k, ours) and not covers(k, ignored)] == []
     assert [k for k in sorted(ignored) if covers(k, ours)] == []  # never both
 
