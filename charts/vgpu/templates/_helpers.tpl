@@ -250,3 +250,15 @@ takeover:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* the device plugin's node selector: devicePlugin.nvidiaNodeSelector, or HAMi's key before
+v2.8, devicePlugin.nvidianodeSelector, where that is given and the first is left at its default
+({gpu: "on"}); as JSON */}}
+{{- define "vgpu.devicePluginNodeSelector" -}}
+{{- $plugin := .Values.devicePlugin -}}
+{{- $selector := $plugin.nvidiaNodeSelector -}}
+{{- if and $plugin.nvidianodeSelector (eq (toJson $selector) (toJson (dict "gpu" "on"))) -}}
+{{- $selector = $plugin.nvidianodeSelector -}}
+{{- end -}}
+{{- toJson $selector -}}
+{{- end -}}

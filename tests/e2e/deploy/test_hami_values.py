@@ -185,6 +185,29 @@ def test_hami_s_image_strings_before_v2_7_are_pulled_as_hami_pulled_them(
         assert {"name": "harbor-cred"} in pod["imagePullSecrets"]
 
 
+def test_hami_s_device_plugin_node_selector_before_v2_8_still_places_the_plugin(
+    tmp_path: Path,
+) -> None:
+    # an operator's v2.6 file whose plugin runs on the nodes GPU feature discovery labels
+    hami = yaml.safe_load(HAMI_BEFORE_V2_7[1].read_text())
+    hami["devicePlugin"]["nvidianodeSelector"] = {"nvidia.com/gpu.present": "true"}
+    older = tmp_path / "older.yaml"
+    older.write_text(yaml.safe_dump(hami))
+
+    def placed(*values: Path, set_values: tuple[str, ...] = ()) -> dict[str, str]:
+        plugin = one(template(*values, set_values=set_values), "DaemonSet")
+        selector: dict[str, str] = plugin["spec"]["template"]["spec"]["nodeSelector"]
+        return selector
+
+    assert placed(HAMI_BEFORE_V2_7[1]) == {"gpu": "on"}  # HAMi's default, under either key
+    assert placed(older) == {"nvidia.com/gpu.present": "true"}
+    assert "labelled nvidia.com/gpu.present=true" in notes(older)
+    # the migration guide's selector, set under vgpu's key, wins over the older file's
+    guide = ("devicePlugin.nvidiaNodeSelector.vgpu\\.io/device-plugin=on",)
+    guide += ("devicePlugin.nvidiaNodeSelector.gpu=null",)
+    assert placed(older, set_values=guide) == {"vgpu.io/device-plugin": "on"}
+
+
 def test_a_kube_scheduler_tag_older_than_1_25_gives_way_to_the_cluster_s_version(
     tmp_path: Path,
 ) -> None:
