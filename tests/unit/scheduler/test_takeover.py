@@ -49,6 +49,26 @@ def test_hamis_pending_pods_reserve_their_cards_only_while_taking_over(
     assert fits(w, "p", 8000) is not reserved
 
 
+@pytest.mark.parametrize("vgpus_pod", ["bound and running", "granted, not bound yet"])
+def test_a_grant_hamis_scheduler_writes_onto_a_card_vgpu_just_gave_is_revoked(
+    vgpus_pod: str,
+) -> None:
+    # both schedulers place pods during a takeover; HAMi's binds without re-checking, so its
+    # late grant must go before HAMi's device plugin serves it
+    w = world(gpu_node("node1", cards=1, memory=10000), **TAKEOVER)
+    if vgpus_pod == "bound and running":
+        placed_and_running(w, "x", 6000)
+    else:
+        assert fits(w, "x", 6000)
+    w.add_pod(hami_pending("h", 6000))
+
+    assert w.usage("node1", CARD).memory == 6000
+    assert w.late_grants.settle() == 1
+    assert ALLOCATED not in w.pod_annotations("h")
+    if vgpus_pod == "granted, not bound yet":
+        assert w.service.bind("default", "x", "uid-x", "node1") == ""
+
+
 def test_another_schedulers_pending_grants_are_not_believed_while_taking_over() -> None:
     w = world(gpu_node("node1", cards=1, memory=10000), **TAKEOVER)
     body = hami_pending("h", 8000)
