@@ -266,6 +266,20 @@ def test_log_levels_are_the_ones_the_operator_set() -> None:
     assert set(log_levels(template()).values()) == {"INFO"}
 
 
+@pytest.mark.parametrize(
+    ("values", "plugin"),
+    [(HAMI_BEFORE_V2_7[0], "INFO"), (HAMI_BEFORE_V2_7[1], "DEBUG")],
+    ids=lambda v: v.stem if isinstance(v, Path) else v,
+)
+def test_older_hami_args_start_every_container_at_their_level(values: Path, plugin: str) -> None:
+    # v2.4's device plugin args are -v=false (its version switch, off): the chart's level stays
+    assert log_levels(template(values)) == {
+        "vgpu": "DEBUG",  # --debug -v=4
+        "device-plugin": plugin,
+        "vgpu-monitor": "INFO",
+    }
+
+
 def test_an_operator_s_hami_values_keep_their_meaning(tmp_path: Path) -> None:
     objects = template(*BOTH)
     path = tmp_path / "scheduler.yaml"

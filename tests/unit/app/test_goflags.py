@@ -30,6 +30,7 @@ def test_hami_verbosity_and_debug_set_the_log_level(
         (["--log-level=WARNING", "-v=4"], "DEBUG"),  # a HAMi extraArgs after the chart's level
         (["-v=4", "--log-level=ERROR"], "ERROR"),
         (["--debug", "-v=1"], "INFO"),
+        (["--log-level=WARNING", "-v=false"], "WARNING"),  # HAMi v2.4's device plugin args
     ],
 )
 def test_the_last_level_flag_wins(flags: list[str], level: str) -> None:
