@@ -11,6 +11,7 @@ an `admission.k8s.io/v1` AdmissionReview for a pod CREATE, and the extender's
 import base64
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -32,10 +33,26 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port free now, below the system's ephemeral range: a port the system hands
+    out (bind to 0) can be taken again by any outgoing connection before the scheduler binds
+    it, which made a start fail now and then with "Address already in use"."""
+    below = max(_ephemeral_start(), 10001)
+    for _ in range(100):
+        port = random.randrange(10000, below)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in 10000-{below}")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
