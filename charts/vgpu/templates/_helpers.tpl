@@ -139,7 +139,7 @@ before v2.7 (registry/repository, tagged by scheduler.kubeScheduler.imageTag) */
 KubeSchedulerConfiguration v1 this chart writes (HAMi v2.4's default imageTag is v1.20.0, which
 HAMi v2.4 itself never used) */}}
 {{- define "vgpu.kubeSchedulerTagTooOld" -}}
-{{- if regexMatch "^v?1\\.([0-9]|1[0-9]|2[0-4])(\\.[0-9]+)?$" (include "vgpu.kubeSchedulerGivenTag" .) -}}true{{- end -}}
+{{- if regexMatch "^v?1\\.([0-9]|1[0-9]|2[0-4])(\\.[0-9]+)?([-+].*)?$" (include "vgpu.kubeSchedulerGivenTag" .) -}}true{{- end -}}
 {{- end -}}
 
 {{/* the given tag, else (or when too old) the cluster's version, suffix such as +k3s1 stripped */}}

@@ -208,16 +208,17 @@ def test_hami_s_device_plugin_node_selector_before_v2_8_still_places_the_plugin(
     assert placed(older, set_values=guide) == {"vgpu.io/device-plugin": "on"}
 
 
+# v1.20.0: HAMi v2.4.0's default imageTag, which HAMi v2.4 never used
+@pytest.mark.parametrize("tag", ["v1.20.0", "v1.24.3-eks-1"])
 def test_a_kube_scheduler_tag_older_than_1_25_gives_way_to_the_cluster_s_version(
-    tmp_path: Path,
+    tag: str, tmp_path: Path
 ) -> None:
-    # HAMi v2.4.0's default imageTag, which HAMi v2.4 never used: such a kube-scheduler cannot
-    # read the KubeSchedulerConfiguration v1 the chart writes
+    # such a kube-scheduler cannot read the KubeSchedulerConfiguration v1 the chart writes
     old = tmp_path / "old.yaml"
-    old.write_text(yaml.safe_dump({"scheduler": {"kubeScheduler": {"imageTag": "v1.20.0"}}}))
+    old.write_text(yaml.safe_dump({"scheduler": {"kubeScheduler": {"imageTag": tag}}}))
     objects = template(HAMI_BEFORE_V2_7[0], old, kube_version="1.31.4")
     assert images(objects)["kube-scheduler"].endswith("/kube-scheduler:v1.31.4")
-    assert "the values' tag v1.20.0 is older than 1.25" in notes(HAMI_BEFORE_V2_7[0], old)
+    assert f"the values' tag {tag} is older than 1.25" in notes(HAMI_BEFORE_V2_7[0], old)
 
 
 @pytest.mark.parametrize(
