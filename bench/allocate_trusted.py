@@ -43,7 +43,7 @@ def measure(running: int, on_disk: bool) -> list[float]:
             took.append(time.perf_counter() - start)
             # served pods leave, the node stays the same (the keeper drops them from the record)
             w.cluster.delete_pod("default", f"new-{i}")
-            w.served.prune({p.uid for p in w.cluster.list_pods()})
+            w.served.prune({p.uid for p in w.cluster.list_pods()}, w.served.mark())
         return took
 
 

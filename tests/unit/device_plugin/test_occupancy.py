@@ -4,6 +4,7 @@ restarts; what the kubelet gave pods the plugin did not serve counts too (issue 
 import logging
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -283,6 +284,56 @@ def test_pods_that_ended_leave_the_record_and_a_failed_pod_list_removes_nothing(
 
     assert isinstance(w.record, FakeServedRecord)
     assert [g.pod for g in w.record.grants] == ["default/runs"]
+
+
+class ServesWhileListing:
+    """The node's pods, listed a moment before `late` is served (the keeper's list is stale)."""
+
+    def __init__(self, w: World) -> None:
+        self._w = w
+
+    def list_pods(self, node: str | None = None) -> list[Pod]:
+        pods = self._w.cluster.list_pods(node)
+        serve(self._w, "late", f"{UUID_A},NVIDIA,1000,0:;")
+        return pods
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._w.cluster, name)
+
+
+def test_a_pod_served_while_the_keeper_lists_the_pods_is_not_dropped(tmp_path: Path) -> None:
+    w = world(tmp_path)
+    keeper = OccupancyKeeper(ServesWhileListing(w), "gpu-node-1", w.ledger, w.served, w.trust)
+
+    keeper.check()
+
+    assert [s.grant.pod for s in w.served.entries().values()] == ["default/late"]
+    keeper_of(w).check()  # a list read after it was served keeps it too, for it runs
+    assert [s.grant.pod for s in w.served.entries().values()] == ["default/late"]
+
+
+def test_a_tenant_cannot_move_its_unsigned_grant_between_its_containers_calls(
+    tmp_path: Path,
+) -> None:
+    w = world(tmp_path, signing=False)
+    two = (
+        Container("c0", limits={"nvidia.com/gpu": 1}),
+        Container("c1", limits={"nvidia.com/gpu": 1}),
+    )
+    w.put(scheduled_pod(f"{UUID_A},NVIDIA,30000,50:;{UUID_A},NVIDIA,1000,10:;", *two, ring=None))
+    w.allocator.allocate([[f"{UUID_A}-0"]])
+    pod = w.pod()
+    moved = {
+        NVIDIA.allocated_annotation: f"{UUID_A},NVIDIA,30000,50:;{UUID_B},NVIDIA,30000,50:;",
+        NVIDIA.to_allocate_annotation: f";{UUID_B},NVIDIA,30000,50:;",
+    }
+    w.cluster.put_pod(replace(pod, annotations={**pod.annotations, **moved}))
+
+    with pytest.raises(DevicePluginError, match="a grant does not change once served"):
+        w.allocator.allocate([[f"{UUID_B}-0"]])
+
+    (served,) = w.served.entries().values()
+    assert served.grant.allocated == f"{UUID_A},NVIDIA,30000,50:;{UUID_A},NVIDIA,1000,10:;"
 
 
 def test_the_keeper_counts_the_unsigned_grants_and_says_so_when_it_changes(

@@ -45,6 +45,7 @@ class OccupancyKeeper:
     def check(self) -> list[str] | None:
         """One round; the pods counted with unsigned grants, None when it could not tell."""
         try:
+            mark = self._served.mark()
             pods = self._cluster.list_pods(self._node)
         except ClusterError as exc:
             log.warning(
@@ -54,7 +55,7 @@ class OccupancyKeeper:
             )
             return None
         try:
-            self._served.prune({p.uid for p in pods if not p.is_finished})
+            self._served.prune({p.uid for p in pods if not p.is_finished}, mark)
             holders = self._ledger.holders(pods)
             unsigned = sorted(h.pod.key for h in holders if not self._signed(h))
         except (RecordError, KeyRingUnavailable) as exc:

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from vgpu.domain.device import Usage
 from vgpu.domain.mig import MigRuntime, with_runtimes
 from vgpu.domain.pod import Pod
-from vgpu.domain.trust import GrantClaim, ServedGrant
+from vgpu.domain.trust import GrantClaim, ServedGrant, signed_mig_text
 from vgpu.ports.served import RecordCorrupt, ServedRecordPort
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,18 @@ class Served:
 
     grant: ServedGrant
     footprint: dict[str, Usage]
+
+
+class GrantChanged(Exception):
+    """A pod already served names another grant now."""
+
+
+def _same_grant(served: ServedGrant, claim: GrantClaim) -> bool:
+    """Whether `claim` names the cards and MIG reservations `served` was served under (the
+    instances' runtime identity, added after serving, aside)."""
+    return served.allocated == claim.allocated and (
+        signed_mig_text(served.mig_reservations) == claim.mig_reservations
+    )
 
 
 def utc_now() -> str:
@@ -53,6 +65,8 @@ class ServedRecord:
         self._clock = clock
         self._lock = threading.Lock()
         self._served: dict[str, Served] | None = None  # None: not read yet
+        self._adds = 0  # pods added since start
+        self._added: dict[str, int] = {}  # uid -> `_adds` when it was added
 
     @property
     def location(self) -> str:
@@ -74,11 +88,19 @@ class ServedRecord:
         """Record `pod`'s grant (the claim it was served under) and the MIG instances served
         it so far (`runtimes`, by container and device: a restarted plugin takes them up even
         if a tenant edits the pod's own copy), and save the record before returning; True when
-        the pod was new. RecordError when it cannot be saved: then nothing may be served."""
+        the pod was new. RecordError when it cannot be saved: then nothing may be served;
+        GrantChanged when the pod was served another grant before (a tenant rewrote an
+        unsigned grant between its containers' calls): the record keeps only the first."""
         with self._lock:
             served = self._loaded()
             known = served.get(pod.uid)
+            if known is not None and not _same_grant(known.grant, claim):
+                raise GrantChanged(
+                    f"pod {pod.key} was first served {known.grant.allocated!r} and now names "
+                    f"{claim.allocated!r}: a grant does not change once served"
+                )
             if known is None:
+                self._added[pod.uid] = self._adds = self._adds + 1
                 grant = ServedGrant(
                     pod.uid,
                     pod.key,
@@ -108,19 +130,32 @@ class ServedRecord:
         )
         return True
 
-    def prune(self, live_uids: Collection[str]) -> list[ServedGrant]:
-        """Drop the pods whose uid is not in `live_uids` (read from the cluster: not finished,
-        still there) and save; the grants dropped. RecordError when it cannot be saved (the
-        entries are then kept, to be dropped next time)."""
+    def mark(self) -> int:
+        """Where the record stands now, for a `prune` by a pod list read after this call."""
+        with self._lock:
+            return self._adds
+
+    def prune(self, live_uids: Collection[str], listed_after: int) -> list[ServedGrant]:
+        """Drop the pods whose uid is not in `live_uids` (read from the cluster after `mark`
+        gave `listed_after`: not finished, still there) and save; the grants dropped. A pod
+        added since that mark stays, since the list may predate it. RecordError when it cannot
+        be saved (the entries are then kept, to be dropped next time)."""
         with self._lock:
             served = self._loaded()
-            ended = [s.grant for uid, s in served.items() if uid not in live_uids]
-            if not ended:
+            added = self._added
+
+            def ended(uid: str) -> bool:
+                return uid not in live_uids and added.get(uid, 0) <= listed_after
+
+            gone = [s.grant for uid, s in served.items() if ended(uid)]
+            if not gone:
                 return []
-            kept = {uid: s for uid, s in served.items() if uid in live_uids}
+            kept = {uid: s for uid, s in served.items() if not ended(uid)}
             self._save(kept)
             self._served = kept
-        for grant in ended:
+            for grant in gone:
+                added.pop(grant.pod_uid, None)
+        for grant in gone:
             log.info(
                 "pod %s (uid %s) has ended: its grant %s is no longer counted on node %s",
                 grant.pod,
@@ -128,7 +163,7 @@ class ServedRecord:
                 grant.allocated,
                 self._node,
             )
-        return ended
+        return gone
 
     def _loaded(self) -> dict[str, Served]:
         if self._served is None:

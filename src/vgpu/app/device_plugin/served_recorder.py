@@ -4,7 +4,7 @@ annotations say later and across restarts."""
 
 from collections.abc import Mapping
 
-from vgpu.app.device_plugin.served import ServedRecord
+from vgpu.app.device_plugin.served import GrantChanged, ServedRecord
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.domain.mig import MigRuntime
 from vgpu.domain.pod import Pod
@@ -30,6 +30,8 @@ class ServedRecorder:
             raise DevicePluginError(f"no grant claim to record for pod {pod.key}")
         try:
             self._served.add(pod, claim, self._trust.signed(pod), runtimes)
+        except GrantChanged as exc:
+            raise DevicePluginError(str(exc)) from exc
         except RecordError as exc:
             raise DevicePluginError(
                 f"{exc}; nothing is served without a record, which keeps the grant counted "

@@ -37,6 +37,7 @@ from vgpu.domain.trust.signing import (
     KeyRing,
     SigningError,
     grant_claim,
+    signed_mig_text,
 )
 
 __all__ = [
@@ -66,5 +67,6 @@ __all__ = [
     "holdings_by_pod",
     "judge_grant",
     "judge_occupancy",
+    "signed_mig_text",
     "updated_occupancy_record",
 ]
