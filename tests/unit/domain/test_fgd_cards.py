@@ -124,6 +124,16 @@ def test_the_window_keeps_the_last_pods_once_each_and_refreshes_every_few() -> N
     assert window.current().shapes == ((WHOLE, 3000),)
 
 
+def test_the_window_forgets_shapes_no_pod_in_it_has_whatever_tenants_ask_for() -> None:
+    # every distinct gpumem a tenant asks for is a shape: what the window holds (and scans on
+    # each refresh, inside /filter) must stay bounded by the window, not grow with the history
+    window = RecentShapes(window=10, refresh=100, coverage=1.0)
+    for i in range(2000):
+        window.observe(f"p{i}", [CardShape(1, memory=1000 + i), CardShape(1, memory=1000 + i)])
+    assert len(window._counts) == 10
+    assert sum(window._counts.values()) == 20
+
+
 def test_seed_shapes_fill_the_room_left_in_the_window() -> None:
     window = RecentShapes(window=4, refresh=1, seeds=[(HALF, 3.0), (WHOLE, 1.0)], coverage=1.0)
     assert dict(window.current().shapes) == {HALF: 3000, WHOLE: 1000}

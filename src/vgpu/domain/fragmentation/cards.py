@@ -197,7 +197,12 @@ class RecentShapes:
         if len(self._recent) > self._window:
             gone, old = self._recent.popleft()
             self._keys.discard(gone)
-            self._counts.subtract(old)
+            for shape in old:  # a shape no pod in the window has any more leaves the counts
+                left = self._counts[shape] - 1
+                if left:
+                    self._counts[shape] = left
+                else:
+                    del self._counts[shape]
         self._unseen += 1
         if self._unseen >= self._refresh:
             self._current = self._typical()
@@ -212,7 +217,7 @@ class RecentShapes:
     def _typical(self) -> CardWorkload:
         self._unseen = 0
         # in thousandths of a pod, as seeds fill the window's room in proportion to weights
-        counts = {shape: n * 1000 for shape, n in self._counts.items() if n > 0}
+        counts = {shape: n * 1000 for shape, n in self._counts.items()}
         room = self._window - len(self._recent)
         weights = sum(weight for _, weight in self._seeds)
         if room > 0 and weights > 0:
