@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vgpu.domain.hostile_text import INT64, whole_number
+
 
 class Reason(StrEnum):
     """HAMi's reason tokens (pkg/device/common), so tooling that greps for them keeps working."""
@@ -157,10 +159,14 @@ def parse_reason(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for item in text.split(", "):
         match = _REASON_ITEM.match(item)
-        if match is not None:
-            counts[match.group(2)] = int(match.group(1))
+        if match is None:
+            continue
+        try:
+            counts[match.group(2)] = whole_number(match.group(1), *INT64)
+        except ValueError:  # Sscanf fails on a number past int64: the item is skipped
+            continue
     return counts
 
 
-# Go's Sscanf("%d/%d %s"): signed numbers, spaces before the word, the word up to a space
-_REASON_ITEM = re.compile(r"\s*([+-]?\d+)/[+-]?\d+\s*(\S+)")
+# Go's Sscanf("%d/%d %s"): signed ASCII numbers, spaces before the word, the word up to a space
+_REASON_ITEM = re.compile(r"\s*([+-]?[0-9]+)/[+-]?[0-9]+\s*(\S+)")

@@ -263,6 +263,12 @@ def test_reason_tokens_parse_to_counts() -> None:
     }
 
 
+def test_reason_items_go_cannot_read_are_skipped_not_a_crash() -> None:
+    # past int64, or digits other than ASCII ones, Go's Sscanf fails on the item
+    text = f"{'9' * 5000}/8 CardNotHealth, \u0663/8 CardUuidMismatch, 2/8 CardInsufficientCore"
+    assert parse_reason(text) == {"CardInsufficientCore": 2}
+
+
 def test_a_legacy_mig_uuid_names_its_template_and_slot() -> None:
     assert legacy_mig_template("GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[7-9]") == (7, 9)
 
@@ -275,7 +281,10 @@ def test_a_legacy_mig_uuid_names_its_template_and_slot() -> None:
         "GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[79]",
         "GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[a-9]",
         "GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[7-b]",
+        f"GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[{'9' * 5000}-1]",
+        "GPU-936619fc-f6a1-74a8-0bc6-ecf6b3269313[\u0667-9]",
     ],
+    ids=["no [", "no ]", "no -", "letter", "letter slot", "5000 digits", "arabic digit"],
 )
 def test_a_uuid_without_a_legacy_template_is_an_error(uuid: str) -> None:
     with pytest.raises(DomainError, match="legacy MIG device id"):

@@ -13,14 +13,13 @@ MigPlacement(start=0, size=2)
 True
 """
 
-import re
 from collections.abc import Iterable, Sequence
 
-from vgpu.domain.errors import DomainError
+from vgpu.domain.errors import DomainError, brief
+from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.mig.profiles import MigPlacement, MigProfile
 
 _FROM_THE_TOP = ("1g.", "3g.")
-_LEGACY_TEMPLATE = re.compile(r"[+-]?\d+")
 
 
 def placement_order(profile: MigProfile) -> tuple[MigPlacement, ...]:
@@ -76,9 +75,12 @@ def legacy_mig_template(uuid: str) -> tuple[int, int]:
     """
     left, right = uuid.find("["), uuid.find("]")
     parts = uuid[left + 1 : right].split("-") if 0 <= left < right else []
-    if len(parts) != 2 or not all(_LEGACY_TEMPLATE.fullmatch(part) for part in parts):
-        raise DomainError(f"{uuid!r} is not a legacy MIG device id such as GPU-...[1-2]")
-    return int(parts[0]), int(parts[1])
+    try:
+        if len(parts) == 2:
+            return whole_number(parts[0], *INT64), whole_number(parts[1], *INT64)
+    except ValueError:
+        pass
+    raise DomainError(f"{brief(uuid)} is not a legacy MIG device id such as GPU-...[1-2]")
 
 
 def _scarcity(profile: MigProfile | None) -> tuple[int, int]:
