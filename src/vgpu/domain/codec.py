@@ -99,7 +99,7 @@ def _refuse_repeated_ids(uuids: Sequence[str], annotation: str, what: str) -> No
             raise CodecError(
                 annotation,
                 f"{what} #{position}",
-                f"card id {uuid!r} is already listed as {what} #{first[uuid]}",
+                f"card id {brief(uuid)} is already listed as {what} #{first[uuid]}",
             )
         first[uuid] = position
 
@@ -114,7 +114,7 @@ def _decode_json_devices(text: str, annotation: str) -> list[Device]:
 def _device_from_json(item: Any, position: int, annotation: str) -> Device:
     where = f"device #{position}"
     if not isinstance(item, dict):
-        raise CodecError(annotation, where, f"expected an object, got {item!r}")
+        raise CodecError(annotation, where, f"expected an object, got {brief(item)}")
     uuid = item.get("id")
     if not isinstance(uuid, str) or not uuid:
         raise CodecError(annotation, where, "missing the card id")
@@ -124,21 +124,21 @@ def _device_from_json(item: Any, position: int, annotation: str) -> Device:
     def number(key: str, low: int = 0) -> int:
         value = item.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _INT32[1]:
-            raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
+            raise CodecError(annotation, where, f"{key}={brief(value)} is not a valid number")
         return value
 
     def text_field(key: str) -> str:
         value = item.get(key, "")
         if not isinstance(value, str):
-            raise CodecError(annotation, where, f"{key}={value!r} is not a string")
+            raise CodecError(annotation, where, f"{key}={brief(value)} is not a string")
         return value
 
     health = item.get("health", False)
     if not isinstance(health, bool):
-        raise CodecError(annotation, where, f"health={health!r} is not true or false")
+        raise CodecError(annotation, where, f"health={brief(health)} is not true or false")
     numa = item.get("numa", 0)
     if isinstance(numa, bool) or not isinstance(numa, int):
-        raise CodecError(annotation, where, f"numa={numa!r} is not a valid number")
+        raise CodecError(annotation, where, f"numa={brief(numa)} is not a valid number")
     return Device(
         uuid=uuid,
         index=number("index"),
@@ -159,18 +159,18 @@ def _profiles_from_json(raw: Any, annotation: str, where: str) -> tuple[MigProfi
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise CodecError(annotation, where, f"migProfiles={raw!r} is not a list")
+        raise CodecError(annotation, where, f"migProfiles={brief(raw)} is not a list")
     profiles = []
     for position, item in enumerate(raw):
         here = f"{where}, migProfiles #{position}"
         if not isinstance(item, dict):
-            raise CodecError(annotation, here, f"expected an object, got {item!r}")
+            raise CodecError(annotation, here, f"expected an object, got {brief(item)}")
         name = item.get("name", "")
         if not isinstance(name, str) or not name:
-            raise CodecError(annotation, here, f"name={name!r} is not a profile name")
+            raise CodecError(annotation, here, f"name={brief(name)} is not a profile name")
         placements = item.get("placements") or []
         if not isinstance(placements, list):
-            raise CodecError(annotation, here, f"placements={placements!r} is not a list")
+            raise CodecError(annotation, here, f"placements={brief(placements)} is not a list")
         profiles.append(
             MigProfile(
                 name=name,
@@ -185,7 +185,7 @@ def _profiles_from_json(raw: Any, annotation: str, where: str) -> tuple[MigProfi
 
 def _placement(raw: Any, annotation: str, where: str) -> MigPlacement:
     if not isinstance(raw, dict):
-        raise CodecError(annotation, where, f"placement {raw!r} is not an object")
+        raise CodecError(annotation, where, f"placement {brief(raw)} is not an object")
     start = _json_int(raw, "start", annotation, where)
     size = _json_int(raw, "size", annotation, where)
     if size < 1:
@@ -196,7 +196,7 @@ def _placement(raw: Any, annotation: str, where: str) -> MigPlacement:
 def _json_int(item: dict[str, Any], key: str, annotation: str, where: str) -> int:
     value = item.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UINT32:
-        raise CodecError(annotation, where, f"{key}={value!r} is not a valid number")
+        raise CodecError(annotation, where, f"{key}={brief(value)} is not a valid number")
     return value
 
 
@@ -214,7 +214,7 @@ def _decode_csv_devices(text: str, annotation: str) -> list[Device]:
         _check_card_id(uuid, annotation, where)
         where = f"device #{position} ({uuid})"
         if health not in ("true", "false"):
-            raise CodecError(annotation, where, f"health={health!r} is not true or false")
+            raise CodecError(annotation, where, f"health={brief(health)} is not true or false")
         devices.append(
             Device(
                 uuid=uuid,
@@ -361,7 +361,7 @@ def _refuse_repeated_cards(
             raise CodecError(
                 annotation,
                 where,
-                f"card id {grant.uuid!r} is already listed as container #{container}, "
+                f"card id {brief(grant.uuid)} is already listed as container #{container}, "
                 f"card #{first} (a card repeats only as MIG devices with reservations of their "
                 "own)",
             )
@@ -369,7 +369,7 @@ def _refuse_repeated_cards(
             raise CodecError(
                 annotation,
                 where,
-                f"card id {grant.uuid!r} is already listed as container #{container}, "
+                f"card id {brief(grant.uuid)} is already listed as container #{container}, "
                 f"card #{first}, and their MIG reservations overlap",
             )
         seen[grant.uuid] = (first, taken | slices)

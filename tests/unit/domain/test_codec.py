@@ -132,6 +132,15 @@ def test_malformed_grants_are_errors_not_silently_dropped(text: str, words: str)
     assert words in str(caught.value)
 
 
+def test_a_hostile_card_id_is_shown_cut_short_in_the_error() -> None:
+    huge = "GPU-" + "a" * 100_000
+    with pytest.raises(CodecError) as caught:
+        decode_pod_grants(f"{huge},NVIDIA,1,0:{huge},NVIDIA,1,0:;")  # the card listed twice
+    message = str(caught.value)
+    assert "is already listed" in message and "characters)" in message
+    assert len(message) < 500
+
+
 def test_node_devices_encode_with_zero_values_omitted() -> None:
     text = encode_node_devices([card("GPU-z", 0, healthy=False, numa=0)])
     assert (
