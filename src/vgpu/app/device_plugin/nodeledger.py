@@ -99,10 +99,6 @@ class NodeLedger:
                     found.append(Holder(pod, Source.GRANT, pod_footprint(grants, pod.init_count)))
         return found
 
-    def usage(self, excluding_uid: str = "") -> dict[str, Usage]:
-        """Per card, what the counted pods other than `excluding_uid` hold."""
-        return _per_card(self.holders(excluding_uid=excluding_uid))
-
     def check(self, pod: Pod, grants: PodGrants, container: str) -> None:
         """Refuse (DevicePluginError) when `grants` for `pod` would overfill a card here.
 
