@@ -174,6 +174,10 @@ def test_a_pod_asks_for_fgd_by_annotation_and_gets_the_schedulers_shapes() -> No
     )
     assert alone is not None and alone.policies.workload is not None
     assert alone.policies.workload.shapes == ((CardShape(1, memory_percent=20, cores=20), 1),)
+    again = plan_pod(
+        pod(container(gpu=1, pct=20, cores=20), annotations=annotations), SchedulingConfig()
+    )
+    assert again is not None and again.policies == alone.policies  # one ledger shape for both
     with pytest.raises(PolicyError, match=re.escape("hami.io/node-scheduler-policy='fdg'")):
         pod_policies({"hami.io/node-scheduler-policy": "fdg"}, PodPolicies())
 

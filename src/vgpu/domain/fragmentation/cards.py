@@ -115,6 +115,15 @@ class CardWorkload:
         self.shapes = tuple(shapes)
         self._total = sum(count for _, count in shapes)
         self._tables: dict[tuple[str, int, int], ShapeTable] = {}
+        self._hash = hash(self.shapes)
+
+    # equal shapes score alike: pods planned apart with the same shapes share what a ledger
+    # remembers per pod shape
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CardWorkload) and other.shapes == self.shapes
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def table_for(self, device: Device) -> ShapeTable:
         kind = (device.type, device.memory, device.cores)
