@@ -20,6 +20,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.unit.domain.test_embedding_guide import example
+
 REPO = Path(__file__).parents[2]
 # the heavy packages: the Kubernetes client, gRPC, the web stack, the crypto library
 HEAVY = {"kubernetes", "grpcio", "protobuf", "fastapi", "starlette", "uvicorn", "cryptography"}
@@ -142,23 +144,13 @@ def test_the_simulator_runs_in_the_light_install(light_env: Path) -> None:
     assert "binpack/spread" in done.stdout and "placed" in done.stdout
 
 
-def test_the_domain_decides_in_the_light_install(light_env: Path) -> None:
-    code = (
-        "from vgpu.domain import Device, Ledger, Placement, SchedulingConfig, decide, plan_pod\n"
-        "from vgpu.domain import Container, Pod\n"
-        "ledger = Ledger()\n"
-        "ledger.set_node('n', (Device('GPU-0', 0, 'NVIDIA A100', count=4, memory=40000),))\n"
-        "limits = {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}\n"
-        "pod = Pod('default', 'p', containers=(Container('c', limits=limits),))\n"
-        "plan = plan_pod(pod, SchedulingConfig())\n"
-        "decision = decide(plan, [ledger.view('n')])\n"
-        "assert isinstance(decision, Placement), decision\n"
-        "print(decision.node)\n"
-    )
-    done = run(light_env, "python", "-c", code)
+def test_the_embedding_guide_s_example_runs_in_the_light_install(light_env: Path) -> None:
+    program, printed = example()
+
+    done = run(light_env, "python", "-c", program)
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "n\n"
+    assert done.stdout == printed
 
 
 @pytest.mark.parametrize("command", ["scheduler", "device-plugin", "monitor", "explain"])
