@@ -49,6 +49,7 @@ def test_json_carries_every_node_the_groups_and_the_suggestions(
     )
     report = json.loads(out)
     assert code == 1 and report["fits"] is False and report["placement"] is None
+    assert report["held"] is None  # a pod not created yet is nowhere
     assert [n["node"] for n in report["nodes"]] == ["cpu-1", "gpu-1", "gpu-2", "gpu-3"]
     assert {g["reason"]: g["count"] for g in report["groups"]} == {
         "CardInsufficientMemory": 2,
@@ -90,20 +91,24 @@ pods:
 """
 
 
-def test_a_placed_pod_that_would_fit_nowhere_again_still_says_where_it_is(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+@pytest.fixture
+def shrunk(tmp_path: Path) -> Path:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(SHRUNK)
+    return cluster
 
-    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(cluster))
+
+def test_a_placed_pod_that_would_fit_nowhere_again_still_says_where_it_is(
+    capsys: pytest.CaptureFixture[str], shrunk: Path
+) -> None:
+    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(shrunk))
     assert code == 0
     assert out.splitlines()[:2] == [
         "pod ml/big: runs on gpu-1 and holds cards GPU-1a 20000 MiB 0% cores",
         "  if it were scheduled again now, it fits on 0/1 nodes: 1 insufficient memory",
     ]
 
-    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(cluster), "--json")
+    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(shrunk), "--json")
     report = json.loads(out)
     assert code == 0 and report["fits"] is False
     assert report["held"] == {
@@ -114,27 +119,12 @@ def test_a_placed_pod_that_would_fit_nowhere_again_still_says_where_it_is(
 
 
 def test_a_pod_bound_without_a_counted_grant_says_so(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], shrunk: Path
 ) -> None:
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text(SHRUNK)
-
-    _, out, _ = explain(capsys, "ml/elsewhere", "--fake-cluster", str(cluster))
+    _, out, _ = explain(capsys, "ml/elsewhere", "--fake-cluster", str(shrunk))
     assert out.splitlines()[0] == (
         "pod ml/elsewhere: is placed on gpu-1 (phase Pending) and holds no card the scheduler counts"
     )
-
-
-def test_a_pod_not_placed_yet_has_no_place_to_report(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = explain(
-        capsys,
-        "-f",
-        str(CASES / "saturated-pod.yaml"),
-        "--fake-cluster",
-        str(CASES / "saturated-cluster.yaml"),
-        "--json",
-    )
-    assert code == 1 and json.loads(out)["held"] is None
 
 
 @pytest.mark.parametrize(

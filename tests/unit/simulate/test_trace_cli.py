@@ -181,21 +181,9 @@ def test_an_unknown_policy_names_both_forms_and_what_a_trace_takes(
 def test_a_policy_named_twice_is_replayed_once(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pods, nodes = files
-    assert (
-        simulate(
-            "--trace",
-            str(pods),
-            "--nodes",
-            str(nodes),
-            "--seeds",
-            "1",
-            "--json",
-            "--policy",
-            "fgd,binpack/spread,FGD,binpack/spread",
-        )
-        == 0
-    )
+    twice = "fgd,binpack/spread,FGD,binpack/spread"
+    trace = ["--trace", str(files[0]), "--nodes", str(files[1]), "--seeds", "1", "--json"]
+    assert simulate(*trace, "--policy", twice) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [run["policy"] for run in runs] == ["fgd", "binpack/spread"]
 
