@@ -20,22 +20,27 @@ and `consumed_quantity` (request policy rounding). Selectors (`cel.py`): `compil
 `Selector`, `DeviceView`, `SelectorError`.
 
 vgpu's GPU as a device (`gpu.py`): `DEFAULT_DRIVER` (`gpu.vgpu.io`), capacity names `MEMORY`
-and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`, and
-`gpu_share` / `GpuShare` to read what an allocation result consumes.
+and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`,
+`gpu_device_class` (with `EXTENDED_RESOURCE`), and `gpu_share` / `GpuShare` to read what an
+allocation result consumes. `plan_claim` (`from_plan.py`) writes a pod's `nvidia.com/gpu*`
+request as a claim.
 """
 
 from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
 from vgpu.domain.dra.allocator import Allocator, ShareIds, allocate, stable_share_id
 from vgpu.domain.dra.capacity import CapacityError, consumed_quantity
 from vgpu.domain.dra.cel import DeviceView, Selector, SelectorError, compile_selector
+from vgpu.domain.dra.from_plan import plan_claim
 from vgpu.domain.dra.gpu import (
     CORES,
     DEFAULT_DRIVER,
+    EXTENDED_RESOURCE,
     MEMORY,
     GpuCard,
     GpuShare,
     driver_version,
     gpu_device,
+    gpu_device_class,
     gpu_device_name,
     gpu_share,
     node_slice,
@@ -81,6 +86,7 @@ from vgpu.domain.errors import DraError
 __all__ = [
     "CORES",
     "DEFAULT_DRIVER",
+    "EXTENDED_RESOURCE",
     "MEMORY",
     "AllocatedDevices",
     "Allocation",
@@ -124,12 +130,14 @@ __all__ = [
     "device_json",
     "driver_version",
     "gpu_device",
+    "gpu_device_class",
     "gpu_device_name",
     "gpu_share",
     "node_slice",
     "parse_device_class",
     "parse_resource_claim",
     "parse_resource_slice",
+    "plan_claim",
     "quantity_text",
     "resource_claim_json",
     "resource_slice_json",
