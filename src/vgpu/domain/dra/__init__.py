@@ -17,7 +17,9 @@ Allocation (`allocator.py`, kube-scheduler's structured allocation with consumab
 `DeviceId`; the answers `Allocation` or `CannotAllocate` (`AllocationOutcome`) with
 `DeviceVerdict` / `DeviceProblem` per device and request; `stable_share_id`; `CapacityError`
 and `consumed_quantity` (request policy rounding). Selectors (`cel.py`): `compile_selector`,
-`Selector`, `DeviceView`, `SelectorError`.
+`Selector`, `DeviceView`, `SelectorError`. Why claims cannot be allocated, node by node, and
+what would change that (`explain.py`): `explain_claims` gives a `ClaimsExplanation`
+(`ClaimNodeVerdict`, `ClaimSuggestion`).
 
 vgpu's GPU as a device (`gpu.py`): `DEFAULT_DRIVER` (`gpu.vgpu.io`), capacity names `MEMORY`
 and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`,
@@ -30,6 +32,12 @@ from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
 from vgpu.domain.dra.allocator import Allocator, ShareIds, allocate, stable_share_id
 from vgpu.domain.dra.capacity import CapacityError, consumed_quantity
 from vgpu.domain.dra.cel import DeviceView, Selector, SelectorError, compile_selector
+from vgpu.domain.dra.explain import (
+    ClaimNodeVerdict,
+    ClaimsExplanation,
+    ClaimSuggestion,
+    explain_claims,
+)
 from vgpu.domain.dra.from_plan import plan_claim
 from vgpu.domain.dra.gpu import (
     CORES,
@@ -97,6 +105,9 @@ __all__ = [
     "AttributeValue",
     "CannotAllocate",
     "CapacityError",
+    "ClaimNodeVerdict",
+    "ClaimSuggestion",
+    "ClaimsExplanation",
     "ConsumerReference",
     "Device",
     "DeviceCapacity",
@@ -129,6 +140,7 @@ __all__ = [
     "device_class_json",
     "device_json",
     "driver_version",
+    "explain_claims",
     "gpu_device",
     "gpu_device_class",
     "gpu_device_name",
