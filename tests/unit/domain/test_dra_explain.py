@@ -21,6 +21,7 @@ from vgpu.domain.dra import (
     plan_claim,
 )
 from vgpu.domain.errors import DomainError
+from vgpu.domain.pod import PodClaim
 
 GI = 2**30
 DRIVER = "gpu.vgpu.io"
@@ -91,7 +92,7 @@ def test_a_fitting_claim_names_the_devices_it_would_get() -> None:
     assert explanation.fits
     assert explanation.lines()[:2] == [
         "pod ml/train: its claims fit on 1/3 nodes, node-a among them",
-        "  would get on node-a: ml/train-gpu: node-a/gpu-0 (memory 20Gi, cores 10)",
+        "  would get on node-a: ml/train-gpu: node-a/gpu-0 (cores 10, memory 20Gi)",
     ]
 
 
@@ -203,3 +204,25 @@ def test_the_claim_of_a_percentage_allocates_on_its_card_size() -> None:
     assert explanation.allocation is not None
     (result,) = explanation.allocation.results[0].results
     assert result.request == "main/card-16384mi" and result.consumed_capacity["memory"] == 8 * GI
+
+
+def test_a_pod_names_its_claims_and_those_made_from_its_templates() -> None:
+    pod = pod_from_manifest(
+        {
+            "metadata": {"name": "p", "namespace": "ml"},
+            "spec": {
+                "containers": [{"name": "main"}],
+                "resourceClaims": [
+                    {"name": "shared", "resourceClaimName": "team-gpu"},
+                    {"name": "own", "resourceClaimTemplateName": "small"},
+                    {"name": "later", "resourceClaimTemplateName": "small"},
+                ],
+            },
+            "status": {"resourceClaimStatuses": [{"name": "own", "resourceClaimName": "p-own-x7"}]},
+        }
+    )
+    assert pod.claims == (
+        PodClaim("shared", "team-gpu"),
+        PodClaim("own", "p-own-x7", "small"),
+        PodClaim("later", "", "small"),
+    )

@@ -1,5 +1,6 @@
 """The composition root of `vgpu explain`: config -> cluster (the file's, or the API read once)
--> the scheduler's state and follower -> the inquiry.
+-> the scheduler's state and follower -> the inquiry; for pods with DRA claims the DRA
+objects (the file's, or the API's) -> the DRA inquiry.
 
 Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it go).
 """
@@ -10,13 +11,15 @@ from pathlib import Path
 
 from dependency_injector import containers, providers
 
+from vgpu.app.explain.dra_inquiry import DraInquiry
 from vgpu.app.explain.inquiry import Inquiry
-from vgpu.app.fake_mode import load_fake_cluster
+from vgpu.app.fake_mode import load_fake_cluster, load_fake_dra
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.dra import DraReadPort
 
 
 def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterator[ClusterPort]:
@@ -40,6 +43,25 @@ def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Ite
         cluster.stop()
 
 
+def open_dra(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterator[DraReadPort]:
+    """The DRA objects the fake cluster file lists, or the API's (its own connection)."""
+    if fake_cluster_file is not None:
+        yield load_fake_dra(fake_cluster_file)
+        return
+    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
+        ConnectionSettings,
+        KubernetesDraReader,
+        new_api_client,
+    )
+
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
+    try:
+        yield KubernetesDraReader(client)
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+
+
 def believe_named_grants(config: SchedulerConfig) -> GrantTrust:
     """Grants on pods that name the scheduler, signed or not: no key ring is read."""
     return GrantTrust(config.vendor(), config.scheduler_name, ring=None)
@@ -61,10 +83,13 @@ class ExplainContainer(containers.DeclarativeContainer):
         providers.Object(time.time),
         providers.Singleton(believe_named_grants, config),
     )
+    dra = providers.Resource(open_dra, config, fake_cluster_file)
+    dra_inquiry = providers.Singleton(DraInquiry, dra, cluster)
     inquiry = providers.Singleton(
         Inquiry,
         cluster,
         state,
         follower,
         providers.Callable(lambda c: c.scheduling(), config),
+        dra_inquiry.provider,
     )

@@ -72,10 +72,11 @@ class ClaimsExplanation:
     verdicts: tuple[ClaimNodeVerdict, ...]
     suggestions: tuple[ClaimSuggestion, ...] = field(default=())
     notes: tuple[str, ...] = ()
+    allocated: bool = False  # every claim was allocated already
 
     @property
     def fits(self) -> bool:
-        return self.allocation is not None
+        return self.allocation is not None or self.allocated
 
     def groups(self) -> list[tuple[str, list[ClaimNodeVerdict]]]:
         """Verdicts by reason: those that fit first, then the largest groups."""
@@ -215,7 +216,7 @@ def _verdict(outcome: CannotAllocate, allocator: Allocator) -> ClaimNodeVerdict:
 def _consumed(consumed: Mapping[str, int]) -> str:
     if not consumed:
         return ""
-    return " (" + ", ".join(f"{k} {amount_text(k, v)}" for k, v in consumed.items()) + ")"
+    return " (" + ", ".join(f"{k} {amount_text(k, v)}" for k, v in sorted(consumed.items())) + ")"
 
 
 class _Search:
