@@ -108,34 +108,31 @@ class FakeClusterFile(_Model):
 
 def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
-    what = "fake cluster file"
-    try:
-        # the pods skip the model: each manifest is decoded, read into a Pod and let go, so a
-        # large cluster is never held as manifests and pods together (the process's RSS keeps
-        # what its peak took)
-        raw, manifests = read_mapping_streaming(path, what, "pods")
-        spec = FakeClusterFile.model_validate(raw)
-    except ConfigError as exc:
-        raise FakeClusterError(str(exc)) from None
-    except ValidationError as exc:
-        raise FakeClusterError(listed_problems(exc, f"{what} {path}")) from None
+    spec, manifests = _read(path)
     return build_fake_cluster(spec, vendor, str(path), manifests)
 
 
 def load_fake_dra(path: Path) -> FakeDraObjects:
     """The DRA objects the file lists (its `resourceClaims`, `resourceClaimTemplates`,
     `resourceSlices` and `deviceClasses`); FakeClusterError names the entry and field."""
+    spec, _ = _read(path)
+    return FakeDraObjects(
+        spec.resourceClaims, spec.resourceClaimTemplates, spec.resourceSlices, spec.deviceClasses
+    )
+
+
+def _read(path: Path) -> tuple[FakeClusterFile, Iterable[Any]]:
     what = "fake cluster file"
     try:
-        raw, _ = read_mapping_streaming(path, what, "pods")
-        spec = FakeClusterFile.model_validate(raw)
+        # the pods skip the model: each manifest is decoded, read into a Pod and let go, so a
+        # large cluster is never held as manifests and pods together (the process's RSS keeps
+        # what its peak took)
+        raw, manifests = read_mapping_streaming(path, what, "pods")
+        return FakeClusterFile.model_validate(raw), manifests
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
         raise FakeClusterError(listed_problems(exc, f"{what} {path}")) from None
-    return FakeDraObjects(
-        spec.resourceClaims, spec.resourceClaimTemplates, spec.resourceSlices, spec.deviceClasses
-    )
 
 
 def build_fake_cluster(

@@ -154,8 +154,6 @@ def _priority(value: Any) -> int:
     return value
 
 
-
-
 def _container(raw: Any, *, is_init: bool) -> Container:
     raw = object_field(raw, "container")
     resources = object_field(raw.get("resources"), "container resources")

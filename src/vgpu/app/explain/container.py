@@ -8,6 +8,7 @@ Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dependency_injector import containers, providers
 
@@ -28,15 +29,9 @@ def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Ite
     if fake_cluster_file is not None:
         yield load_fake_cluster(fake_cluster_file, config.vendor())
         return
-    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
-        ConnectionSettings,
-        KubernetesCluster,
-        new_api_client,
-    )
+    from vgpu.adapters.kubernetes import KubernetesCluster  # the client is heavy; load on use
 
-    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
-    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
-    cluster = KubernetesCluster(client, component="vgpu-explain", owns_client=True)
+    cluster = KubernetesCluster(_api_client(config), component="vgpu-explain", owns_client=True)
     try:
         yield cluster
     finally:
@@ -48,18 +43,20 @@ def open_dra(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterato
     if fake_cluster_file is not None:
         yield load_fake_dra(fake_cluster_file)
         return
-    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
-        ConnectionSettings,
-        KubernetesDraReader,
-        new_api_client,
-    )
+    from vgpu.adapters.kubernetes import KubernetesDraReader
 
-    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
-    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
+    client = _api_client(config)
     try:
         yield KubernetesDraReader(client)
     finally:
-        client.close()  # type: ignore[no-untyped-call]
+        client.close()
+
+
+def _api_client(config: SchedulerConfig) -> Any:
+    from vgpu.adapters.kubernetes import ConnectionSettings, new_api_client
+
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    return new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
 
 
 def believe_named_grants(config: SchedulerConfig) -> GrantTrust:

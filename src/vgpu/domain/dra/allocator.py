@@ -142,10 +142,6 @@ class Allocator:
         self._consumptions: dict[tuple[_Requested, DeviceId], Consumption | Shortfall] = {}
 
     @property
-    def slices(self) -> tuple[ResourceSlice, ...]:
-        return self._slices
-
-    @property
     def classes(self) -> Mapping[str, DeviceClass]:
         return self._classes
 

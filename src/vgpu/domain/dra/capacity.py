@@ -8,7 +8,8 @@
 - The rounded amount violates the policy above `max`, off the step grid, or outside the
   valid values (the default always passes); the device then cannot serve the request.
 - It fits when what is already allocated plus what this allocation is taking plus it stays
-  within the capacity's value.
+  within the capacity's value (`consumption`, then `shortfall`: kube-scheduler's
+  `cmpRequestOverCapacity` in two steps, the first depending only on request and device).
 
 Names: a request or device may spell a capacity `memory` or `<driver>/memory`; both mean the
 driver's own. Internally every capacity is keyed by its qualified name.
@@ -180,19 +181,3 @@ def shortfall(
             asked = consumed.asked.get(key, amount)
             return Shortfall(key, "insufficient", asked, amount, max(value - held, 0), value)
     return None
-
-
-def fit_capacities(
-    requests: Mapping[str, int],
-    driver: str,
-    capacities: Mapping[str, Capacity],
-    allocated: Mapping[str, int],
-    allocating: Mapping[str, int],
-) -> dict[str, int] | Shortfall:
-    """What the request consumes of every capacity of the device, or the first Shortfall:
-    `consumption` and `shortfall` in one step (kube-scheduler's `cmpRequestOverCapacity`)."""
-    found = consumption(requests, driver, capacities)
-    if isinstance(found, Shortfall):
-        return found
-    short = shortfall(found, capacities, allocated, allocating)
-    return found.amounts if short is None else short
