@@ -28,12 +28,17 @@ from vgpu.domain.dra.outcome import (
     Allocation,
     AllocationOutcome,
     CannotAllocate,
+    DeviceProblem,
     amount_text,
 )
 
 EXAMPLES = 5  # node names shown per group
 WAIT_SEARCH_LIMIT = 64  # allocation attempts per node when looking for claims to wait for
 _ERROR = "error"
+_TOO_FEW = "too few devices"
+_CAPACITY_REASONS = frozenset(
+    {DeviceProblem.INSUFFICIENT.value, DeviceProblem.POLICY.value, _TOO_FEW}
+)
 _FAR = 2**63  # a verdict without a measurable shortfall sorts after every measured one
 
 
@@ -198,7 +203,7 @@ def _verdict(outcome: CannotAllocate, allocator: Allocator) -> ClaimNodeVerdict:
     if not outcome.verdicts:
         return ClaimNodeVerdict(node, False, "no devices", f"{node} publishes no usable devices")
     if not refused:  # each could serve its request alone: too few, or constraints
-        return ClaimNodeVerdict(node, False, "too few devices", outcome.message)
+        return ClaimNodeVerdict(node, False, _TOO_FEW, outcome.message)
     counts = Counter(v.problem for v in refused)
     problem = max(sorted(counts, key=str), key=counts.__getitem__)
     closest = min(
@@ -235,8 +240,11 @@ class _Search:
         self._keys = {c.key for c in claims}
         self._holding = AllocatedDevices(c for c in allocated if c.key not in self._keys)
         self._nodes = nodes
+        self._short: list[str] = []
 
     def suggestions(self, verdicts: Sequence[ClaimNodeVerdict]) -> tuple[ClaimSuggestion, ...]:
+        # less of a capacity can only help where a capacity, or the devices' number, fell short
+        self._short = [v.node for v in verdicts if v.reason in _CAPACITY_REASONS]
         found: list[ClaimSuggestion | None] = []
         for c, claim in enumerate(self._claims):
             for r, request in enumerate(claim.requests):
@@ -252,8 +260,13 @@ class _Search:
                 unique.setdefault(suggestion.text, suggestion)
         return tuple(unique.values())
 
-    def _placed(self, claims: Sequence[ResourceClaim], holding: AllocatedDevices) -> str | None:
-        for node in self._nodes:
+    def _placed(
+        self,
+        claims: Sequence[ResourceClaim],
+        holding: AllocatedDevices,
+        nodes: Sequence[str] | None = None,
+    ) -> str | None:
+        for node in self._nodes if nodes is None else nodes:
             outcome: AllocationOutcome = self._allocator.allocate(claims, node, holding, False)
             if isinstance(outcome, Allocation):
                 return node
@@ -287,16 +300,17 @@ class _Search:
         def with_amount(amount: int) -> list[ResourceClaim]:
             return self._changed(c, r, sub, capacity={**wanted.capacity, name: amount})
 
+        nodes = self._short
         low, high = 0, asked - 1
-        if high < low or self._placed(with_amount(low), self._holding) is None:
+        if high < low or self._placed(with_amount(low), self._holding, nodes) is None:
             return None
         while low < high:
             middle = (low + high + 1) // 2
-            if self._placed(with_amount(middle), self._holding) is not None:
+            if self._placed(with_amount(middle), self._holding, nodes) is not None:
                 low = middle
             else:
                 high = middle - 1
-        node = self._placed(with_amount(low), self._holding)
+        node = self._placed(with_amount(low), self._holding, nodes)
         assert node is not None
         label = _label(self._claims[c], self._claims[c].requests[r], sub)
         shown, now = amount_text(name, low), amount_text(name, asked)
