@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vgpu.adapters.kubernetes.dra import KubernetesDraReader
+from vgpu.adapters.kubernetes.dra_reader import KubernetesDraReader
 from vgpu.app.cli import main
 from vgpu.ports.cluster import NotFound
 

@@ -12,7 +12,7 @@ dra = KubernetesDraReader(client)          # resource.k8s.io/v1 objects, read as
 
 from vgpu.adapters.kubernetes.cluster import KubernetesCluster
 from vgpu.adapters.kubernetes.connection import ConnectionSettings, new_api_client
-from vgpu.adapters.kubernetes.dra import KubernetesDraReader
+from vgpu.adapters.kubernetes.dra_reader import KubernetesDraReader
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.leader import LeaderElector
 from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS

@@ -1,4 +1,5 @@
-"""DraReadPort over the API: plain-JSON lists of `/apis/resource.k8s.io/v1/...`, page by page.
+"""DraReadPort over the API: plain-JSON lists of `/apis/resource.k8s.io/v1/...`, page by page,
+for `vgpu explain` (a person runs it with their own kubeconfig; no chart component reads these).
 
 A cluster that does not serve `resource.k8s.io/v1` (404) lists nothing; other failures raise
 ClusterError as every call does.
