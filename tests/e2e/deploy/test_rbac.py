@@ -28,6 +28,9 @@ ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "
 EXERCISED = {
     "api.py", "cluster.py", "informer.py", "keys.py", "leader.py", "nodelock.py", "webhook_tls.py"
 }
+# modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
+# component's service account makes these calls
+READ_BY_PEOPLE = {"dra_reader.py"}
 # rules granted for calls the processes do not make yet: (component, verb, resource)
 PENDING: set[tuple[str, str, str]] = set()
 # roles bound for the kube-scheduler container (stock roles, and its own Lease)
@@ -213,7 +216,8 @@ COMPONENTS = {
 def test_every_module_that_calls_the_api_is_exercised_here() -> None:
     callers = {p.name for p in ADAPTERS.glob("*.py") if "self._api." in p.read_text()
                or "KubeApi(" in p.read_text()}
-    assert callers - EXERCISED == set(), "add the new module's calls to this test and the chart"
+    missing = callers - EXERCISED - READ_BY_PEOPLE
+    assert missing == set(), "add the new module's calls to this test and the chart"
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
