@@ -1,0 +1,101 @@
+"""Kubernetes Dynamic Resource Allocation (`resource.k8s.io/v1`) in vgpu's terms: pure
+values, read from and written to the API's JSON. Standard library only.
+
+Values (`model.py`): `ResourceSlice` (`ResourcePool`, `Device`, `DeviceCapacity`,
+`RequestPolicy`, `ValidRange`, attribute values `int | bool | str | Version` =
+`AttributeValue`), `ResourceClaim` (`DeviceRequest`, `ExactDeviceRequest`, `DeviceSubRequest`,
+`AllocationMode`, `DeviceConstraint`, `AllocationResult`, `DeviceRequestAllocationResult`,
+`ConsumerReference`), `DeviceClass`. Quantities are exact ints (bytes, cores).
+
+JSON: `parse_resource_slice`, `parse_resource_claim`, `parse_device_class` (DraError names the
+object, field path and value of anything unreadable); `resource_slice_json`, `device_json`,
+`resource_claim_json`, `allocation_json`, `device_class_json`, `quantity_text`.
+
+vgpu's GPU as a device (`gpu.py`): `DEFAULT_DRIVER` (`gpu.vgpu.io`), capacity names `MEMORY`
+and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`, and
+`gpu_share` / `GpuShare` to read what an allocation result consumes.
+"""
+
+from vgpu.domain.dra.gpu import (
+    CORES,
+    DEFAULT_DRIVER,
+    MEMORY,
+    GpuCard,
+    GpuShare,
+    driver_version,
+    gpu_device,
+    gpu_device_name,
+    gpu_share,
+    node_slice,
+)
+from vgpu.domain.dra.model import (
+    AllocationMode,
+    AllocationResult,
+    AttributeValue,
+    ConsumerReference,
+    Device,
+    DeviceCapacity,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    ExactDeviceRequest,
+    RequestPolicy,
+    ResourceClaim,
+    ResourcePool,
+    ResourceSlice,
+    ValidRange,
+    Version,
+)
+from vgpu.domain.dra.read import parse_device_class, parse_resource_claim, parse_resource_slice
+from vgpu.domain.dra.write import (
+    allocation_json,
+    device_class_json,
+    device_json,
+    quantity_text,
+    resource_claim_json,
+    resource_slice_json,
+)
+from vgpu.domain.errors import DraError
+
+__all__ = [
+    "CORES",
+    "DEFAULT_DRIVER",
+    "MEMORY",
+    "AllocationMode",
+    "AllocationResult",
+    "AttributeValue",
+    "ConsumerReference",
+    "Device",
+    "DeviceCapacity",
+    "DeviceClass",
+    "DeviceConstraint",
+    "DeviceRequest",
+    "DeviceRequestAllocationResult",
+    "DeviceSubRequest",
+    "DraError",
+    "ExactDeviceRequest",
+    "GpuCard",
+    "GpuShare",
+    "RequestPolicy",
+    "ResourceClaim",
+    "ResourcePool",
+    "ResourceSlice",
+    "ValidRange",
+    "Version",
+    "allocation_json",
+    "device_class_json",
+    "device_json",
+    "driver_version",
+    "gpu_device",
+    "gpu_device_name",
+    "gpu_share",
+    "node_slice",
+    "parse_device_class",
+    "parse_resource_claim",
+    "parse_resource_slice",
+    "quantity_text",
+    "resource_claim_json",
+    "resource_slice_json",
+]
