@@ -56,7 +56,7 @@ def test_a_uid_that_could_escape_the_directory_is_refused(tmp_path: Path) -> Non
     with pytest.raises(HostFileError, match="cannot name a CDI spec file"):
         CdiSpecFiles(tmp_path).write("../etc/passwd", SPEC)
     with pytest.raises(HostFileError, match="cannot name a host directory"):
-        ClaimDirs(tmp_path).prepare(UID, "../x", {})
+        ClaimDirs(tmp_path, tmp_path / "lock").prepare(UID, "../x", {})
 
 
 def test_removing_a_spec_twice_is_harmless_and_others_files_are_not_ours(tmp_path: Path) -> None:
@@ -91,10 +91,11 @@ def test_the_static_catalog_lists_the_devices_of_one_kind_from_json_and_yaml(tmp
 
 
 def test_claim_dirs_are_open_to_any_user_and_claim_json_sits_beside_them(tmp_path: Path) -> None:
-    dirs = ClaimDirs(tmp_path)
+    dirs = ClaimDirs(tmp_path, tmp_path / "lock")
 
     share = dirs.prepare(UID, "share-1", {"claim": {"name": "c"}})
 
+    assert oct(os.stat(tmp_path / "lock").st_mode & 0o777) == "0o777"  # HAMi-core's lock dir
     assert share == dirs.path(UID, "share-1") == str(tmp_path / "vgpu" / "claims" / UID / "share-1")
     assert oct(os.stat(share).st_mode & 0o777) == "0o777"
     claim_json = tmp_path / "vgpu" / "claims" / UID / "claim.json"

@@ -2,7 +2,7 @@
 prepared device share, mounted read-write into the claim's containers at the same path so
 HAMi-core keeps its shared cache there; and `<hook>/vgpu/claims/<claim uid>/claim.json`, beside
 them and never mounted (a tenant could rewrite a file inside a mounted directory), saying whose
-they are for `vgpu monitor`.
+they are for `vgpu monitor`. HAMi-core's lock directory, which every spec mounts, is made too.
 """
 
 import json
@@ -21,8 +21,9 @@ _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 class ClaimDirs:
     """Implements ClaimDirsPort under `<hook_path>/vgpu/claims`."""
 
-    def __init__(self, hook_path: str | Path) -> None:
+    def __init__(self, hook_path: str | Path, lock_dir: str | Path = "/tmp/vgpulock") -> None:
         self._root = Path(hook_path) / "vgpu" / "claims"
+        self._lock_dir = Path(lock_dir)
 
     def path(self, claim_uid: str, share: str) -> str:
         return str(self._claim(claim_uid) / _name("share", share))
@@ -31,9 +32,12 @@ class ClaimDirs:
         claim = self._claim(claim_uid)
         target = claim / _name("share", share)
         try:
+            # HAMi-core, as whatever user the container runs, creates its files in both
             target.mkdir(parents=True, exist_ok=True)
-            # HAMi-core, as whatever user the container runs, must create its cache file here
             os.chmod(target, 0o777)
+            if not self._lock_dir.is_dir():
+                self._lock_dir.mkdir(parents=True, exist_ok=True)
+                os.chmod(self._lock_dir, 0o777)
             replace_file(claim / CLAIM_FILE, json.dumps(info, indent=1).encode(), 0o644)
         except OSError as exc:
             raise HostFileError(

@@ -23,6 +23,7 @@ from typing import Any
 
 from vgpu.domain.device import Usage
 from vgpu.domain.dra.limits import DeviceShare
+from vgpu.domain.dra.model import ConsumerReference
 from vgpu.domain.dra.node_ledger import shares_footprint
 from vgpu.domain.errors import DomainError, brief
 
@@ -36,7 +37,8 @@ class PreparedRecordError(DomainError):
 
 @dataclass(frozen=True, slots=True)
 class PreparedClaim:
-    """One prepared claim: `cdi_ids` per share, in the shares' order; `spec` the CDI spec."""
+    """One prepared claim: `cdi_ids` per share, in the shares' order; `spec` the CDI spec;
+    `consumers` whom the claim was reserved for when it was prepared."""
 
     uid: str
     namespace: str
@@ -45,6 +47,7 @@ class PreparedClaim:
     cdi_ids: tuple[tuple[str, ...], ...]
     spec: Mapping[str, Any] = field(default_factory=dict)
     prepared_at: str = ""
+    consumers: tuple[ConsumerReference, ...] = ()
 
     @property
     def key(self) -> str:
@@ -101,7 +104,16 @@ def _claim_json(claim: PreparedClaim) -> dict[str, Any]:
         ],
         "spec": dict(claim.spec),
         "preparedAt": claim.prepared_at,
+        "reservedFor": [consumer_json(c) for c in claim.consumers],
     }
+
+
+def consumer_json(consumer: ConsumerReference) -> dict[str, str]:
+    """A `reservedFor` entry as the API writes it."""
+    out = {"resource": consumer.resource, "name": consumer.name, "uid": consumer.uid}
+    if consumer.api_group:
+        out["apiGroup"] = consumer.api_group
+    return out
 
 
 def _claim(uid: str, entry: Any) -> PreparedClaim:
@@ -121,7 +133,27 @@ def _claim(uid: str, entry: Any) -> PreparedClaim:
         cdi_ids=tuple(ids for _, ids in read),
         spec=spec,
         prepared_at=_text(at, "preparedAt", entry.get("preparedAt", ""), empty=True),
+        consumers=_consumers(at, entry.get("reservedFor", [])),
     )
+
+
+def _consumers(at: str, entries: Any) -> tuple[ConsumerReference, ...]:
+    if not isinstance(entries, list):
+        raise PreparedRecordError(f"{at}.reservedFor: must be a list")
+    found = []
+    for i, entry in enumerate(entries):
+        where = f"{at}.reservedFor[{i}]"
+        if not isinstance(entry, dict):
+            raise PreparedRecordError(f"{where}: must be an object")
+        found.append(
+            ConsumerReference(
+                _text(where, "resource", entry.get("resource")),
+                _text(where, "name", entry.get("name")),
+                _text(where, "uid", entry.get("uid")),
+                _text(where, "apiGroup", entry.get("apiGroup", ""), empty=True),
+            )
+        )
+    return tuple(found)
 
 
 def _share(at: str, entry: Any) -> tuple[DeviceShare, tuple[str, ...]]:
