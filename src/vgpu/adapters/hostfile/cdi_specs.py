@@ -62,9 +62,13 @@ class CdiSpecFiles:
     def remove(self, claim_uid: str) -> None:
         path = self.path(claim_uid)
         try:
-            path.unlink(missing_ok=True)
-            if self._dir.is_dir():
-                sync_directory(self._dir)
+            path.unlink()
+        except (FileNotFoundError, NotADirectoryError):
+            return  # nothing there: no spec, or no directory at all
+        except OSError as exc:
+            raise HostFileError(f"cannot remove CDI spec {path}: {why(exc)}") from None
+        try:
+            sync_directory(self._dir)
         except OSError as exc:
             raise HostFileError(f"cannot remove CDI spec {path}: {why(exc)}") from None
 

@@ -123,7 +123,7 @@ def _share(
             f"{where}: not a GPU this node publishes (published: {published}); the GPU may "
             "have failed or gone since the claim was allocated"
         )
-    share = _consumed(result, driver, card)
+    share = _consumed(claim, result, driver, card)
     if share is None:
         return DeviceShare(
             result.request, result.pool, result.device, result.share_id, card.uuid, 0, 0, True
@@ -154,7 +154,7 @@ def _share(
 
 
 def _consumed(
-    result: DeviceRequestAllocationResult, driver: str, card: GpuCard
+    claim: ResourceClaim, result: DeviceRequestAllocationResult, driver: str, card: GpuCard
 ) -> GpuShare | None:
     """What the result consumes; None for admin access (nothing)."""
     if result.admin_access:
@@ -164,4 +164,4 @@ def _consumed(
     try:
         return gpu_share(result, driver)
     except DraError as exc:
-        raise ClaimRefused(str(exc)) from None
+        raise ClaimRefused(f"claim {claim.key}: {exc}") from None

@@ -1,0 +1,173 @@
+"""Running the real `vgpu dra-driver` process against the API emulator and a fake kubelet: its
+command line, directories, log, and the claims a scheduler would have allocated."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.dra.kubelet import FakeDraKubelet
+from tests.e2e.k8s_emulator import RunningApiServer
+from vgpu.domain.dra import (
+    AllocationResult,
+    ConsumerReference,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+    resource_claim_json,
+)
+
+NODE = "gpu-node-1"
+DRIVER = "gpu.vgpu.io"
+MIB = 2**20
+UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
+UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def gpu_file_text(healthy_b: bool = True) -> str:
+    return (
+        "driver_version: 550.54.15\ncuda_driver_version: '12.4'\ngpus:\n"
+        f"  - uuid: {UUID_A}\n    name: Tesla V100-PCIE-32GB\n    memory_mib: 32768\n"
+        "    architecture: Volta\n    pci_bus_id: 0000:3b:00.0\n"
+        f"  - uuid: {UUID_B}\n    name: Tesla V100-PCIE-32GB\n    memory_mib: 32768\n"
+        f"    numa: 1\n    healthy: {'true' if healthy_b else 'false'}\n"
+        f"    reason: '{'' if healthy_b else 'Xid 79 (fallen off the bus)'}'\n"
+    )
+
+
+def result(
+    device: str = "gpu-0",
+    memory_mib: int = 4096,
+    cores: int = 30,
+    share_id: str | None = "0b3c9a4e-2f61-4d0e-8c57-9e1a2b3c4d01",
+    **kw: Any,
+) -> DeviceRequestAllocationResult:
+    return DeviceRequestAllocationResult(
+        kw.pop("request", "gpu"),
+        kw.pop("driver", DRIVER),
+        kw.pop("pool", NODE),
+        device,
+        share_id=share_id,
+        consumed_capacity={"memory": memory_mib * MIB, "cores": cores},
+        **kw,
+    )
+
+
+def allocated_claim(
+    name: str,
+    *results: DeviceRequestAllocationResult,
+    pods: tuple[str, ...] = ("pod-" + "x",),
+    node: str = NODE,
+) -> dict[str, Any]:
+    """A claim as kube-scheduler leaves it: allocated to the node, reserved for `pods`."""
+    claim = ResourceClaim(
+        name,
+        "ml",
+        allocation=AllocationResult(results or (result(),), node),
+        reserved_for=tuple(ConsumerReference("pods", p, f"uid-{p}") for p in pods),
+    )
+    return resource_claim_json(claim)
+
+
+@dataclass
+class DriverEnv:
+    api: RunningApiServer
+    root: Path  # short: socket paths must stay within 107 bytes
+    kubelet: FakeDraKubelet
+    gpu_file: Path
+    kubeconfig: Path
+    log_file: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def dir(self, name: str) -> Path:
+        return self.root / name
+
+    def command(self, *extra: str) -> list[str]:
+        return [
+            sys.executable, "-m", "vgpu.app.cli", "dra-driver",
+            "--node-name", NODE,
+            "--fake-gpus", str(self.gpu_file),
+            "--kubeconfig", str(self.kubeconfig),
+            "--registry-dir", str(self.dir("registry")),
+            "--plugin-dir", str(self.dir("plugin")),
+            "--cdi-dir", str(self.dir("cdi")),
+            "--state-dir", str(self.dir("state")),
+            "--hook-path", str(self.dir("hook")),
+            *extra,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VGPU_", "NODE_NAME"))}
+        env.update(
+            VGPU_LOCK_DIR=str(self.dir("lock")),
+            VGPU_DEVICE_PLUGIN_DIR=str(self.dir("device-plugins")),
+            VGPU_STATIC_CDI_DIRS=str(self.dir("etc-cdi")),
+            VGPU_RESYNC_INTERVAL="0.5",
+            VGPU_PUBLISH_RETRY="0.2",
+            VGPU_SOCKET_CHECK_INTERVAL="0.1",
+        )
+        return env
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        log = self.log_file.open("ab")
+        process = subprocess.Popen(
+            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
+        )
+        self.processes.append(process)
+        return process
+
+    def start_registered(self, *extra: str) -> subprocess.Popen[bytes]:
+        process = self.start(*extra)
+        self.kubelet.discover()
+        assert self.wait_for_log("the kubelet registered DRA driver"), self.log()
+        return process
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
+        process.kill()
+        process.wait(timeout=15)
+
+    def stop(self, process: subprocess.Popen[bytes]) -> int:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return process.returncode
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+    def wait_for_log(self, text: str, timeout: float = 20.0) -> bool:
+        return wait_until(lambda: text in self.log(), timeout)
+
+    # what a scheduler would have written, and what the driver wrote ---------------------------
+    def claim(self, manifest: dict[str, Any]) -> tuple[str, str, str]:
+        """Create the allocated claim in the API; (namespace, name, uid) for the kubelet."""
+        created = self.api.create(CLAIMS, manifest)
+        meta = created["metadata"]
+        return meta["namespace"], meta["name"], meta["uid"]
+
+    def slices(self) -> list[dict[str, Any]]:
+        return self.api.list_items(SLICES)
+
+    def spec(self, uid: str) -> dict[str, Any] | None:
+        path = self.dir("cdi") / f"vgpu.io-claim_{uid}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+def wait_until(condition: Any, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
