@@ -65,9 +65,9 @@ def test_a_claim_is_prepared_with_its_limits_and_unprepared(driver_env: DriverEn
     )
     spec = driver_env.spec(uid)
     assert spec is not None and spec["kind"] == "vgpu.io/claim"
-    assert ["CUDA_DEVICE_MEMORY_LIMIT_0=4096m", "CUDA_DEVICE_SM_LIMIT_0=30"] == [
+    assert [
         e for e in _env(spec) if e.startswith(("CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_SM"))
-    ]
+    ] == ["CUDA_DEVICE_MEMORY_LIMIT_0=4096m", "CUDA_DEVICE_SM_LIMIT_0=30"]
     cache_dir = driver_env.dir("hook") / "vgpu" / "claims" / uid / SHARE
     assert f"CUDA_DEVICE_MEMORY_SHARED_CACHE={cache_dir}/vgpu.cache" in _env(spec)
     assert cache_dir.is_dir()
