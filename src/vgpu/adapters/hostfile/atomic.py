@@ -8,16 +8,19 @@ import os
 from pathlib import Path
 
 
-def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
+def replace_file(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
     """Write `data` to `path` atomically and durably (the directory is made when missing);
-    OSError when any step fails. `mode`: the file's permission bits, else the umask's."""
+    OSError when any step fails. `mode`: the file's permission bits, else the umask's.
+    `durable=False` skips both fsyncs: still all or nothing for every reader, but a power cut
+    may leave the old content (for files rebuilt from a durable record at start)."""
     temporary = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with temporary.open("wb") as file:
             file.write(data)
             file.flush()
-            os.fsync(file.fileno())
+            if durable:
+                os.fsync(file.fileno())
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, path)
@@ -25,7 +28,8 @@ def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    sync_directory(path.parent)
+    if durable:
+        sync_directory(path.parent)
 
 
 def sync_directory(path: Path) -> None:

@@ -38,7 +38,9 @@ class ClaimDirs:
             if not self._lock_dir.is_dir():
                 self._lock_dir.mkdir(parents=True, exist_ok=True)
                 os.chmod(self._lock_dir, 0o777)
-            replace_file(claim / CLAIM_FILE, json.dumps(info, indent=1).encode(), 0o644)
+            # rebuilt from the driver's record at start, so no fsync: atomic is enough
+            info_text = json.dumps(info, indent=1).encode()
+            replace_file(claim / CLAIM_FILE, info_text, 0o644, durable=False)
         except OSError as exc:
             raise HostFileError(
                 f"cannot prepare claim directory {exc.filename or target}: {why(exc)} (is "
