@@ -27,6 +27,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 @dataclass(frozen=True, slots=True)
 class AdmissionConfig:
+    """The webhook's settings: which scheduler GPU pods go to and what it adds to them."""
+
     scheduler_name: str = "vgpu-scheduler"
     scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
     gpu_core_policy: str = ""  # "", "force" or "disable": GPU_CORE_UTILIZATION_POLICY

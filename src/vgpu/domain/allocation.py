@@ -15,6 +15,8 @@ _TRUE = {"1", "t", "true", "y", "yes", "on"}
 
 @dataclass(frozen=True, slots=True)
 class Mount:
+    """A bind mount the device plugin gives a container."""
+
     container_path: str
     host_path: str
     read_only: bool
@@ -47,6 +49,8 @@ class AllocationInput:
 
 @dataclass(frozen=True, slots=True)
 class ContainerAllocation:
+    """The envs and mounts the device plugin answers Allocate with, for one container."""
+
     envs: dict[str, str]
     mounts: tuple[Mount, ...]
     notes: tuple[str, ...] = ()  # things worth a log line, e.g. a refused CUDA_DISABLE_CONTROL

@@ -31,6 +31,8 @@ class SchedulingConfig:
 
 @dataclass(frozen=True, slots=True)
 class NodeScore:
+    """A feasible node and its score under the pod's node policy."""
+
     node: str
     score: float  # higher is better under the pod's node policy, 0.0 .. 3.0
 

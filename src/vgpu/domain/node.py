@@ -13,6 +13,8 @@ from vgpu.domain.vendor import Vendor
 
 @dataclass(frozen=True, slots=True)
 class ClusterNode:
+    """A Node as the scheduler reads it: name, annotations, allocatable, resourceVersion."""
+
     name: str
     annotations: Mapping[str, str] = field(default_factory=dict)
     allocatable: Mapping[str, str] = field(default_factory=dict)
@@ -34,6 +36,7 @@ class ClusterNode:
 
 
 def node_from_manifest(manifest: Mapping[str, Any]) -> ClusterNode:
+    """A ClusterNode from a Node object's JSON."""
     meta = manifest.get("metadata") or {}
     status = manifest.get("status") or {}
     return ClusterNode(

@@ -13,6 +13,8 @@ from vgpu.domain.manifest import list_field, object_field
 
 @dataclass(frozen=True, slots=True)
 class Container:
+    """One container of a pod: its resources, env and whether it is an init container."""
+
     name: str
     limits: Mapping[str, Any] = field(default_factory=dict)
     requests: Mapping[str, Any] = field(default_factory=dict)

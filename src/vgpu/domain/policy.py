@@ -18,6 +18,8 @@ TOPOLOGY_AWARE = "topology-aware"
 
 
 class Policy(StrEnum):
+    """A node or card scheduling policy: HAMi's binpack and spread, and vgpu's fgd."""
+
     BINPACK = "binpack"
     SPREAD = "spread"
     FGD = "fgd"  # fragmentation gradient descent (vgpu.domain.fragmentation), vgpu's own

@@ -24,6 +24,8 @@ _KEYS = ("slot", "core", "memory")
 
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
+    """HAMi's card-scoring weights of used slots, cores and memory."""
+
     slot: int = 1
     core: int = 1
     memory: int = 1

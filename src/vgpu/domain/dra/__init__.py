@@ -11,11 +11,23 @@ JSON: `parse_resource_slice`, `parse_resource_claim`, `parse_device_class` (DraE
 object, field path and value of anything unreadable); `resource_slice_json`, `device_json`,
 `resource_claim_json`, `allocation_json`, `device_class_json`, `quantity_text`.
 
+Allocation (`allocator.py`, kube-scheduler's structured allocation with consumable capacity):
+`Allocator` (built once from slices and classes; `allocate(claims, node, allocated)`),
+`allocate` (one call), `AllocatedDevices` (what allocated claims hold, kept claim by claim),
+`DeviceId`; the answers `Allocation` or `CannotAllocate` (`AllocationOutcome`) with
+`DeviceVerdict` / `DeviceProblem` per device and request; `stable_share_id`; `CapacityError`
+and `consumed_quantity` (request policy rounding). Selectors (`cel.py`): `compile_selector`,
+`Selector`, `DeviceView`, `SelectorError`.
+
 vgpu's GPU as a device (`gpu.py`): `DEFAULT_DRIVER` (`gpu.vgpu.io`), capacity names `MEMORY`
 and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`, and
 `gpu_share` / `GpuShare` to read what an allocation result consumes.
 """
 
+from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
+from vgpu.domain.dra.allocator import Allocator, ShareIds, allocate, stable_share_id
+from vgpu.domain.dra.capacity import CapacityError, consumed_quantity
+from vgpu.domain.dra.cel import DeviceView, Selector, SelectorError, compile_selector
 from vgpu.domain.dra.gpu import (
     CORES,
     DEFAULT_DRIVER,
@@ -48,6 +60,13 @@ from vgpu.domain.dra.model import (
     ValidRange,
     Version,
 )
+from vgpu.domain.dra.outcome import (
+    Allocation,
+    AllocationOutcome,
+    CannotAllocate,
+    DeviceProblem,
+    DeviceVerdict,
+)
 from vgpu.domain.dra.read import parse_device_class, parse_resource_claim, parse_resource_slice
 from vgpu.domain.dra.write import (
     allocation_json,
@@ -63,17 +82,27 @@ __all__ = [
     "CORES",
     "DEFAULT_DRIVER",
     "MEMORY",
+    "AllocatedDevices",
+    "Allocation",
     "AllocationMode",
+    "AllocationOutcome",
     "AllocationResult",
+    "Allocator",
     "AttributeValue",
+    "CannotAllocate",
+    "CapacityError",
     "ConsumerReference",
     "Device",
     "DeviceCapacity",
     "DeviceClass",
     "DeviceConstraint",
+    "DeviceId",
+    "DeviceProblem",
     "DeviceRequest",
     "DeviceRequestAllocationResult",
     "DeviceSubRequest",
+    "DeviceVerdict",
+    "DeviceView",
     "DraError",
     "ExactDeviceRequest",
     "GpuCard",
@@ -82,9 +111,15 @@ __all__ = [
     "ResourceClaim",
     "ResourcePool",
     "ResourceSlice",
+    "Selector",
+    "SelectorError",
+    "ShareIds",
     "ValidRange",
     "Version",
+    "allocate",
     "allocation_json",
+    "compile_selector",
+    "consumed_quantity",
     "device_class_json",
     "device_json",
     "driver_version",
@@ -98,4 +133,5 @@ __all__ = [
     "quantity_text",
     "resource_claim_json",
     "resource_slice_json",
+    "stable_share_id",
 ]

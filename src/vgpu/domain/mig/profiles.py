@@ -20,6 +20,8 @@ MAX_MIG_SLICES = 64  # a bound on hostile numbers: NVIDIA's GPUs have 8 memory s
 
 @dataclass(frozen=True, slots=True)
 class MigPlacement:
+    """Where a MIG instance sits on its card: first memory slice and how many."""
+
     start: int
     size: int
 
