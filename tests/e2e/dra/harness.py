@@ -16,10 +16,20 @@ from tests.e2e.k8s_emulator import RunningApiServer
 from vgpu.domain.dra import (
     AllocationResult,
     ConsumerReference,
+    DeviceClass,
+    DeviceRequest,
     DeviceRequestAllocationResult,
+    ExactDeviceRequest,
     ResourceClaim,
+    allocation_json,
+    device_class_json,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
     resource_claim_json,
 )
+from vgpu.domain.dra.allocator import allocate
+from vgpu.domain.dra.outcome import Allocation
 
 NODE = "gpu-node-1"
 DRIVER = "gpu.vgpu.io"
@@ -28,6 +38,8 @@ UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
 UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+GPU_CLASS = DeviceClass("gpu.vgpu.io", (f'device.driver == "{DRIVER}"',))
 
 
 def gpu_file_text(healthy_b: bool = True) -> str:
@@ -155,6 +167,42 @@ class DriverEnv:
         created = self.api.create(CLAIMS, manifest)
         meta = created["metadata"]
         return meta["namespace"], meta["name"], meta["uid"]
+
+    def schedule(
+        self,
+        name: str,
+        capacity: dict[str, int],
+        *,
+        count: int = 1,
+        pods: tuple[str, ...] = ("pod-x",),
+        sees_others: bool = True,
+    ) -> tuple[str, str, str]:
+        """What kube-scheduler does for a pod's claim: create it, allocate it on the node with
+        the domain's allocator (from the published slices and the DeviceClass, counting the
+        claims already allocated unless `sees_others` is False: a scheduler that missed them),
+        and write the allocation and reservation into its status. (namespace, name, uid)."""
+        if not self.api.list_items(CLASSES):
+            self.api.create(CLASSES, device_class_json(GPU_CLASS))
+        wanted = ResourceClaim(name, "ml", requests=(
+            DeviceRequest("gpu", ExactDeviceRequest("gpu.vgpu.io", count=count, capacity=capacity)),
+        ))
+        created = self.api.create(CLAIMS, resource_claim_json(wanted))
+        claim = parse_resource_claim(created)
+        others = [parse_resource_claim(c) for c in self.api.list_items(CLAIMS)]
+        outcome = allocate(
+            [claim],
+            NODE,
+            [parse_resource_slice(s) for s in self.slices()],
+            [parse_device_class(c) for c in self.api.list_items(CLASSES)],
+            [c for c in others if c.uid != claim.uid] if sees_others else (),
+        )
+        assert isinstance(outcome, Allocation), outcome
+        status = {
+            "allocation": allocation_json(outcome.results[0]),
+            "reservedFor": [{"resource": "pods", "name": p, "uid": f"uid-{p}"} for p in pods],
+        }
+        self.api.merge_patch(f"{CLAIMS}/{name}/status", {"status": status})
+        return "ml", name, claim.uid
 
     def slices(self) -> list[dict[str, Any]]:
         return self.api.list_items(SLICES)

@@ -8,6 +8,7 @@ import kubernetes_validate
 
 from tests.e2e.dra.harness import (
     DRIVER,
+    MIB,
     NODE,
     UUID_A,
     UUID_B,
@@ -18,8 +19,6 @@ from tests.e2e.dra.harness import (
     wait_until,
 )
 from vgpu.domain.dra import parse_resource_slice
-
-SHARE = "0b3c9a4e-2f61-4d0e-8c57-9e1a2b3c4d01"
 
 
 def _env(spec: dict[str, object]) -> list[str]:
@@ -52,25 +51,30 @@ def test_it_registers_with_the_kubelet_and_publishes_a_valid_slice(driver_env: D
     assert set(gpu.capacity) == {"memory", "cores"}
 
 
-def test_a_claim_is_prepared_with_its_limits_and_unprepared(driver_env: DriverEnv) -> None:
+def test_a_claim_allocated_by_the_scheduler_is_prepared_with_its_limits_and_unprepared(
+    driver_env: DriverEnv,
+) -> None:
     driver_env.start_registered()
-    claim = driver_env.claim(allocated_claim("train", result(memory_mib=4096, cores=30)))
+    assert wait_until(lambda: bool(driver_env.slices()))
+    # asks 4000 MiB (rounded up to whole MiB by the policy) and 30% of the cores
+    claim = driver_env.schedule("train", {"memory": 4000 * MIB, "cores": 30})
     uid = claim[2]
 
     answer = driver_env.kubelet.prepare(claim)[uid]
 
     assert answer.error == ""
-    assert answer.devices == (
-        (("gpu",), NODE, "gpu-0", (f"vgpu.io/claim={uid}-gpu-0-{SHARE}",), SHARE),
-    )
+    [(requests, pool, device, cdi_ids, share_id)] = answer.devices
+    assert (requests, pool, device) == (("gpu",), NODE, "gpu-0")
+    assert share_id and cdi_ids == (f"vgpu.io/claim={uid}-gpu-0-{share_id}",)
     spec = driver_env.spec(uid)
     assert spec is not None and spec["kind"] == "vgpu.io/claim"
     assert [
         e for e in _env(spec) if e.startswith(("CUDA_DEVICE_MEMORY_LIMIT_", "CUDA_DEVICE_SM"))
-    ] == ["CUDA_DEVICE_MEMORY_LIMIT_0=4096m", "CUDA_DEVICE_SM_LIMIT_0=30"]
-    cache_dir = driver_env.dir("hook") / "vgpu" / "claims" / uid / SHARE
+    ] == ["CUDA_DEVICE_MEMORY_LIMIT_0=4000m", "CUDA_DEVICE_SM_LIMIT_0=30"]
+    cache_dir = driver_env.dir("hook") / "vgpu" / "claims" / uid / share_id
     assert f"CUDA_DEVICE_MEMORY_SHARED_CACHE={cache_dir}/vgpu.cache" in _env(spec)
     assert cache_dir.is_dir()
+    assert spec["containerEdits"]["env"][0] == f"NVIDIA_VISIBLE_DEVICES={UUID_A}"
 
     assert driver_env.kubelet.unprepare(claim) == {uid: ""}
     assert driver_env.spec(uid) is None
@@ -81,8 +85,10 @@ def test_prepare_is_idempotent_across_a_kill_9_and_still_counts_the_claim(
     driver_env: DriverEnv,
 ) -> None:
     process = driver_env.start_registered()
-    big = driver_env.claim(allocated_claim("big", result(memory_mib=30000, cores=80)))
+    assert wait_until(lambda: bool(driver_env.slices()))
+    big = driver_env.schedule("big", {"memory": 30000 * MIB, "cores": 80}, count=2)
     first = driver_env.kubelet.prepare(big)
+    assert [d[2] for d in first[big[2]].devices] == ["gpu-0", "gpu-1"]
     spec = driver_env.spec(big[2])
 
     driver_env.kill(process)
@@ -90,19 +96,21 @@ def test_prepare_is_idempotent_across_a_kill_9_and_still_counts_the_claim(
 
     assert driver_env.kubelet.prepare(big) == first
     assert driver_env.spec(big[2]) == spec
-    # the restarted driver still counts it: no room for another 4 GiB on gpu-0
-    other = driver_env.claim(allocated_claim("other", result(share_id="1c2d3e4f-0000-4000-8000-000000000002")))
+    # the restarted driver still counts it, whatever a scheduler that missed it allocates
+    other = driver_env.schedule("other", {"memory": 4096 * MIB, "cores": 10}, sees_others=False)
     assert "would be over capacity" in driver_env.kubelet.prepare(other)[other[2]].error
     assert driver_env.kubelet.unprepare(big) == {big[2]: ""}
     assert driver_env.kubelet.prepare(other)[other[2]].error == ""
 
 
-def test_an_allocation_past_the_gpu_is_refused_by_the_nodes_own_count(driver_env: DriverEnv) -> None:
+def test_an_allocation_past_the_gpu_is_refused_by_the_nodes_own_count(
+    driver_env: DriverEnv,
+) -> None:
     driver_env.start_registered()
-    first = driver_env.claim(allocated_claim("first", result(memory_mib=20000, cores=50)))
-    second = driver_env.claim(
-        allocated_claim("second", result(memory_mib=20000, cores=50, share_id="9d8e7f60-0000-4000-8000-000000000003"))
-    )
+    assert wait_until(lambda: bool(driver_env.slices()))
+    first = driver_env.schedule("first", {"memory": 20000 * MIB, "cores": 50})
+    # a second scheduler (or one without consumable capacity) did not count the first claim
+    second = driver_env.schedule("second", {"memory": 20000 * MIB, "cores": 50}, sees_others=False)
 
     answers = driver_env.kubelet.prepare(first, second)
 
@@ -117,22 +125,23 @@ def test_an_allocation_past_the_gpu_is_refused_by_the_nodes_own_count(driver_env
 
 def test_shares_of_one_gpu_and_a_claim_for_two_pods(driver_env: DriverEnv) -> None:
     driver_env.start_registered()
+    assert wait_until(lambda: bool(driver_env.slices()))
     claims = [
-        driver_env.claim(allocated_claim(
-            f"share-{i}",
-            result(memory_mib=8000, cores=25, share_id=f"5a5a5a5a-0000-4000-8000-00000000000{i}"),
-            pods=(f"p{i}a", f"p{i}b"),
-        ))
-        for i in range(4)
+        driver_env.schedule(f"share-{i}", {"memory": 8000 * MIB, "cores": 25},
+                            pods=(f"p{i}a", f"p{i}b"))
+        for i in range(6)
     ]
 
     answers = driver_env.kubelet.prepare(*claims)
 
-    assert [answers[c[2]].error for c in claims] == ["", "", "", ""]
+    assert [answers[c[2]].error for c in claims] == [""] * 6
+    # the scheduler put four shares on gpu-0 (cores run out) and the rest on gpu-1
+    assert [answers[c[2]].devices[0][2] for c in claims] == ["gpu-0"] * 4 + ["gpu-1"] * 2
+    assert len({answers[c[2]].devices[0][4] for c in claims}) == 6  # a share id each
     caches = {
         next(e for e in _env(driver_env.spec(c[2]) or {}) if "SHARED_CACHE" in e) for c in claims
     }
-    assert len(caches) == 4  # one HAMi-core region per share, shared by the claim's pods
+    assert len(caches) == 6  # one HAMi-core region per share, shared by the claim's two pods
     info = json.loads(
         (driver_env.dir("hook") / "vgpu" / "claims" / claims[0][2] / "claim.json").read_text()
     )
