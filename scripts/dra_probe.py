@@ -4,11 +4,11 @@ on a GPU machine.
 
     .venv/bin/python scripts/dra_probe.py --libvgpu /usr/local/vgpu/libvgpu.so
 
-It builds the DRA driver as `vgpu dra-driver` does, on the real GPUs (NVML), with the API in
-memory and its directories in a temp dir; a fake kubelet registers it over the real unix
-sockets. The domain's allocator, acting as kube-scheduler, allocates a claim of `--limit-mib`
-MiB and `--sm-limit` % of GPU 0 from the slice the driver published; the kubelet prepares it.
-The claim's CDI edits are then applied by hand, as a container runtime would: the spec's and
+It builds the DRA driver as `vgpu dra-driver` does (the unit tests' node, on the real GPUs
+through NVML), with the API in memory and its directories in a temp dir; a fake kubelet
+registers it over the real unix sockets. The domain's allocator, acting as kube-scheduler,
+allocates a claim of `--limit-mib` MiB and `--sm-limit` % of GPU 0 from the slice the driver
+published; the kubelet prepares it. The claim's CDI edits are then applied by hand, as a container runtime would: the spec's and
 the device's environment, HAMi-core preloaded (`LD_PRELOAD`, standing for the `ld.so.preload`
 mount), and the GPU made visible with `CUDA_VISIBLE_DEVICES=<uuid>` (standing for NVIDIA's
 runtime). A small CUDA workload (the driver API through ctypes) then allocates 64 MiB at a
@@ -34,11 +34,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.e2e.dra.kubelet import FakeDraKubelet
-from vgpu.adapters.fake.cluster import FakeCluster
+from tests.unit.dra_driver.node import make_node
 from vgpu.adapters.fake.dra_api import FakeDraApi
 from vgpu.adapters.nvml import NvmlGpus
-from vgpu.app.dra_driver.config import DraDriverConfig
-from vgpu.app.dra_driver.container import DraDriverContainer
 from vgpu.domain.dra import (
     DeviceClass,
     DeviceRequest,
@@ -50,13 +48,12 @@ from vgpu.domain.dra import (
 )
 from vgpu.domain.dra.allocator import allocate
 from vgpu.domain.dra.outcome import Allocation
-from vgpu.domain.node import ClusterNode
 from vgpu.ports.gpu import GpuUnavailable
 
 PASS, FAIL, SKIP = 0, 1, 2
 MIB = 1 << 20
 STEP_MIB = 64
-NODE = "probe-node"
+NODE = "gpu-node-1"
 DRIVER = "gpu.vgpu.io"
 DEFAULT_LIBVGPU = "/usr/local/vgpu/libvgpu.so"
 CUDA_ERROR_OUT_OF_MEMORY = 2
@@ -66,10 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.workload:
         return _workload(args.try_mib)
+    gpus = NvmlGpus()
     try:
-        NvmlGpus().discover()
+        gpus.discover()
     except GpuUnavailable as err:
         return _verdict(SKIP, f"no usable GPU: {err}")
+    finally:
+        gpus.close()
     if not Path(args.libvgpu).is_file():
         return _verdict(
             SKIP,
@@ -85,29 +85,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _probe(args: argparse.Namespace, root: Path) -> int:
     (root / "registry").mkdir()
-    config = DraDriverConfig(
-        node_name=NODE,
-        registry_dir=root / "registry",
-        plugin_dir=root / "plugin",
-        cdi_dir=root / "cdi",
-        static_cdi_dirs=(root / "no-static-cdi",),
-        gpu_visibility="env",
-        state_dir=root / "state",
-        hook_path=str(root / "hook"),
-        lock_dir=str(root / "vgpulock"),
-        device_plugin_dir=root / "device-plugins",
-    )
-    container = DraDriverContainer(config=config)
-    api, cluster = FakeDraApi(), FakeCluster()
-    cluster.put_node(ClusterNode(NODE, {}))
-    container.dra_api.override(api)
-    container.cluster.override(cluster)
+    node = make_node(root, NvmlGpus(), gpu_visibility="env")
+    container, api = node.container, node.api
     kubelet = FakeDraKubelet(root / "registry")
     plugin = container.kubelet()
     report: dict[str, Any] = {}
     try:
         container.publisher().publish()
-        [published] = api.list_slices(DRIVER, NODE)
+        [published] = api.list_slices(DRIVER, node.container.gpus().node)
         report["slice_devices"] = [d["name"] for d in published["spec"]["devices"]]
         plugin.serve(container.service())
         report["registered"] = kubelet.discover().name

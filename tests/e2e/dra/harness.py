@@ -3,7 +3,6 @@ command line, directories, log, and the claims a scheduler would have allocated.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,12 +12,11 @@ from typing import Any
 
 from tests.e2e.dra.kubelet import FakeDraKubelet
 from tests.e2e.k8s_emulator import RunningApiServer
+from tests.e2e.processes import ProcessControl
+from tests.unit.dra_driver.node import DRIVER, NODE, UUID_A, UUID_B
 from vgpu.domain.dra import (
-    AllocationResult,
-    ConsumerReference,
     DeviceClass,
     DeviceRequest,
-    DeviceRequestAllocationResult,
     ExactDeviceRequest,
     ResourceClaim,
     allocation_json,
@@ -31,11 +29,6 @@ from vgpu.domain.dra import (
 from vgpu.domain.dra.allocator import allocate
 from vgpu.domain.dra.outcome import Allocation
 
-NODE = "gpu-node-1"
-DRIVER = "gpu.vgpu.io"
-MIB = 2**20
-UUID_A = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448"
-UUID_B = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec"
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
@@ -53,42 +46,8 @@ def gpu_file_text(healthy_b: bool = True) -> str:
     )
 
 
-def result(
-    device: str = "gpu-0",
-    memory_mib: int = 4096,
-    cores: int = 30,
-    share_id: str | None = "0b3c9a4e-2f61-4d0e-8c57-9e1a2b3c4d01",
-    **kw: Any,
-) -> DeviceRequestAllocationResult:
-    return DeviceRequestAllocationResult(
-        kw.pop("request", "gpu"),
-        kw.pop("driver", DRIVER),
-        kw.pop("pool", NODE),
-        device,
-        share_id=share_id,
-        consumed_capacity={"memory": memory_mib * MIB, "cores": cores},
-        **kw,
-    )
-
-
-def allocated_claim(
-    name: str,
-    *results: DeviceRequestAllocationResult,
-    pods: tuple[str, ...] = ("pod-" + "x",),
-    node: str = NODE,
-) -> dict[str, Any]:
-    """A claim as kube-scheduler leaves it: allocated to the node, reserved for `pods`."""
-    claim = ResourceClaim(
-        name,
-        "ml",
-        allocation=AllocationResult(results or (result(),), node),
-        reserved_for=tuple(ConsumerReference("pods", p, f"uid-{p}") for p in pods),
-    )
-    return resource_claim_json(claim)
-
-
 @dataclass
-class DriverEnv:
+class DriverEnv(ProcessControl):
     api: RunningApiServer
     root: Path  # short: socket paths must stay within 107 bytes
     kubelet: FakeDraKubelet
@@ -140,26 +99,8 @@ class DriverEnv:
         assert self.wait_for_log("the kubelet registered DRA driver"), self.log()
         return process
 
-    def kill(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
-        process.kill()
-        process.wait(timeout=15)
-
-    def stop(self, process: subprocess.Popen[bytes]) -> int:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-
     def wait_for_log(self, text: str, timeout: float = 20.0) -> bool:
-        return wait_until(lambda: text in self.log(), timeout)
+        return super().wait_for_log(text, timeout)
 
     # what a scheduler would have written, and what the driver wrote ---------------------------
     def claim(self, manifest: dict[str, Any]) -> tuple[str, str, str]:

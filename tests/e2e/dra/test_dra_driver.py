@@ -6,18 +6,8 @@ import os
 
 import kubernetes_validate
 
-from tests.e2e.dra.harness import (
-    DRIVER,
-    MIB,
-    NODE,
-    UUID_A,
-    UUID_B,
-    DriverEnv,
-    allocated_claim,
-    gpu_file_text,
-    result,
-    wait_until,
-)
+from tests.e2e.dra.harness import DriverEnv, gpu_file_text, wait_until
+from tests.unit.dra_driver.node import DRIVER, MIB, NODE, UUID_A, UUID_B, claim_json, share
 from vgpu.domain.dra import parse_resource_slice
 
 
@@ -150,17 +140,17 @@ def test_shares_of_one_gpu_and_a_claim_for_two_pods(driver_env: DriverEnv) -> No
 
 def test_bad_claims_get_clear_errors_and_nothing_is_lost(driver_env: DriverEnv) -> None:
     driver_env.start_registered()
-    good = driver_env.claim(allocated_claim("good"))
-    garbage = allocated_claim("garbage")
+    good = driver_env.claim(claim_json("good"))
+    garbage = claim_json("garbage")
     garbage["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = "lots"
-    negative = allocated_claim("negative")
+    negative = claim_json("negative")
     negative["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["memory"] = "-5Gi"
-    huge = allocated_claim("huge")
+    huge = claim_json("huge")
     huge["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["memory"] = "1e30"
-    unknown = allocated_claim("unknown")
+    unknown = claim_json("unknown")
     unknown["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["encoders"] = "1"
-    other_node = allocated_claim("other-node", node="gpu-node-2")
-    other_driver = allocated_claim("other-driver", result(driver="gpu.nvidia.com"))
+    other_node = claim_json("other-node", node="gpu-node-2")
+    other_driver = claim_json("other-driver", share(driver="gpu.nvidia.com"))
     bad = [driver_env.claim(m) for m in (garbage, negative, huge, unknown, other_node, other_driver)]
 
     answers = driver_env.kubelet.prepare(good, *bad)
@@ -190,7 +180,7 @@ def test_a_cdi_dir_that_cannot_be_written_fails_the_claim_not_the_driver(
 ) -> None:
     driver_env.dir("cdi").write_text("not a directory")
     driver_env.start_registered()
-    claim = driver_env.claim(allocated_claim("train"))
+    claim = driver_env.claim(claim_json("train"))
 
     answer = driver_env.kubelet.prepare(claim)[claim[2]]
 
@@ -214,14 +204,14 @@ def test_an_unhealthy_gpu_leaves_the_slice_and_the_kubelet_hears_of_it(
     assert wait_until(lambda: _devices(driver_env) == ["gpu-0"])
     generation = driver_env.slices()[0]["spec"]["pool"]["generation"]
     assert generation == 2
-    claim = driver_env.claim(allocated_claim("late", result("gpu-1")))
+    claim = driver_env.claim(claim_json("late", share("gpu-1")))
     assert "is unhealthy: Xid 79 (fallen off the bus)" in driver_env.kubelet.prepare(claim)[claim[2]].error
     assert UUID_B in driver_env.log()
 
 
 def test_a_v1beta1_kubelet_gets_the_same_answer_without_share_ids(driver_env: DriverEnv) -> None:
     driver_env.start_registered()
-    claim = driver_env.claim(allocated_claim("train"))
+    claim = driver_env.claim(claim_json("train"))
 
     answer = driver_env.kubelet.prepare(claim, beta=True)[claim[2]]
 

@@ -20,6 +20,7 @@ from vgpu.domain.dra import (
 from vgpu.domain.inventory import GpuInfo
 from vgpu.domain.node import ClusterNode
 from vgpu.ports.dra import ClaimRef
+from vgpu.ports.gpu import GpuPort
 
 NODE = "gpu-node-1"
 DRIVER = "gpu.vgpu.io"
@@ -33,7 +34,7 @@ class DraNode:
     container: DraDriverContainer
     api: FakeDraApi
     cluster: FakeCluster
-    gpus: FakeGpus
+    gpus: Any  # FakeGpus, unless a GPU port was given
     root: Path
 
     @property
@@ -54,21 +55,24 @@ TWO_V100 = (
 )
 
 
-def make_node(root: Path, gpus_on_node: tuple[GpuInfo, ...] = TWO_V100, **settings: Any) -> DraNode:
-    gpus = FakeGpus(gpus_on_node)
-    config = DraDriverConfig(
-        node_name=NODE,
-        registry_dir=root / "registry",
-        plugin_dir=root / "plugin",
-        cdi_dir=root / "cdi",
-        static_cdi_dirs=(root / "etc-cdi",),
-        state_dir=root / "state",
-        hook_path=str(root / "hook"),
-        lock_dir=str(root / "lock"),
-        device_plugin_dir=root / "device-plugins",
+def make_node(
+    root: Path, gpus_on_node: tuple[GpuInfo, ...] | GpuPort = TWO_V100, **settings: Any
+) -> DraNode:
+    """The node's driver with these fake GPUs (or this GPU port: NVML in the GPU probe)."""
+    gpus = FakeGpus(gpus_on_node) if isinstance(gpus_on_node, tuple) else gpus_on_node
+    settings = {
+        "node_name": NODE,
+        "registry_dir": root / "registry",
+        "plugin_dir": root / "plugin",
+        "cdi_dir": root / "cdi",
+        "static_cdi_dirs": (root / "etc-cdi",),
+        "state_dir": root / "state",
+        "hook_path": str(root / "hook"),
+        "lock_dir": str(root / "lock"),
+        "device_plugin_dir": root / "device-plugins",
         **settings,
-    )
-    container = DraDriverContainer(config=config)
+    }
+    container = DraDriverContainer(config=DraDriverConfig(**settings))
     api, cluster = FakeDraApi(), FakeCluster()
     cluster.put_node(ClusterNode(NODE, {}))
     container.gpu_port.override(gpus)

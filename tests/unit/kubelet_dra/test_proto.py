@@ -10,6 +10,8 @@ from types import ModuleType
 import pytest
 from google.protobuf import descriptor_pb2
 
+from tests.unit.kubelet.test_proto import _drop_json_names
+
 ROOT = Path(__file__).resolve().parents[3]
 PROTOS = ROOT / "src" / "vgpu" / "adapters" / "kubelet_dra" / "protos"
 GENERATED = "vgpu.adapters.kubelet_dra.generated"
@@ -180,13 +182,6 @@ def test_the_committed_stubs_match_the_proto_file(
     for message in fresh.message_type:  # protoc adds json names the embedded copy leaves out
         _drop_json_names(message)
     assert fresh == committed, "regenerate the stubs: python scripts/gen_protos.py"
-
-
-def _drop_json_names(message: descriptor_pb2.DescriptorProto) -> None:
-    for field in message.field:
-        field.ClearField("json_name")
-    for nested in message.nested_type:
-        _drop_json_names(nested)
 
 
 @pytest.mark.parametrize("proto", IDS)

@@ -5,6 +5,7 @@ failed write leaves no temporary file behind."""
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 
@@ -30,6 +31,15 @@ def replace_file(path: Path, data: bytes, mode: int | None = None, *, durable: b
         raise
     if durable:
         sync_directory(path.parent)
+
+
+def set_aside(path: Path) -> Path:
+    """Move a file that does not read to `<name>.corrupt-<unix time>` beside it, kept for a
+    person to look at; where it went. OSError when it cannot be moved."""
+    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    os.replace(path, aside)
+    sync_directory(path.parent)
+    return aside
 
 
 def sync_directory(path: Path) -> None:

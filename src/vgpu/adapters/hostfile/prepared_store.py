@@ -2,11 +2,9 @@
 dra-prepared.json`), replaced atomically and durably on every change
 (`vgpu.adapters.hostfile.atomic`); its content is `vgpu.domain.dra.prepared_record`'s."""
 
-import os
-import time
 from pathlib import Path
 
-from vgpu.adapters.hostfile.atomic import replace_file, sync_directory, why
+from vgpu.adapters.hostfile.atomic import replace_file, set_aside, why
 from vgpu.ports.dra import HostFileError
 
 FILE_NAME = "dra-prepared.json"
@@ -38,10 +36,7 @@ class PreparedStore:
             raise HostFileError(f"cannot write {self._path}: {why(exc)}") from None
 
     def set_aside(self) -> str:
-        aside = self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
         try:
-            os.replace(self._path, aside)
-            sync_directory(self._path.parent)
+            return str(set_aside(self._path))
         except OSError as exc:
             raise HostFileError(f"cannot move {self._path} aside: {why(exc)}") from None
-        return str(aside)

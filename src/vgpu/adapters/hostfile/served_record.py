@@ -3,12 +3,10 @@
 the new one, never a mix, and never nothing once something was saved.
 """
 
-import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vgpu.adapters.hostfile.atomic import replace_file, sync_directory, why
+from vgpu.adapters.hostfile.atomic import replace_file, set_aside, why
 from vgpu.domain.trust import (
     ServedGrant,
     ServedRecordError,
@@ -25,7 +23,6 @@ class JsonServedRecord:
     the first save when missing."""
 
     def __init__(self, state_dir: Path, name: str = FILE_NAME) -> None:
-        self._dir = state_dir
         self._path = state_dir / name
 
     @property
@@ -54,13 +51,10 @@ class JsonServedRecord:
             raise RecordError(f"cannot write served record {self._path}: {why(exc)}") from None
 
     def set_aside(self) -> str:
-        aside = self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
         try:
-            os.replace(self._path, aside)
-            sync_directory(self._dir)
+            return str(set_aside(self._path))
         except OSError as exc:
             raise RecordError(
                 f"cannot move corrupt served record {self._path} aside: {why(exc)}"
             ) from None
-        return str(aside)
 

@@ -1,7 +1,6 @@
 """The DRA driver's composition root: which adapters, wired to which use cases."""
 
 import logging
-from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
@@ -26,24 +25,13 @@ from vgpu.app.dra_driver.prepared import PreparedClaims
 from vgpu.app.dra_driver.service import DraDriverService
 from vgpu.app.dra_driver.slices import SlicePublisher
 from vgpu.app.dra_driver.sweeper import ClaimSweeper
-from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
+from vgpu.app.node_agent import connection_settings, fake_node_cluster, make_gpu_port
 from vgpu.domain.dra.cdi import HamiCoreSetup
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.dra import DraApiPort
 
-if TYPE_CHECKING:
-    from vgpu.adapters.kubernetes import ConnectionSettings
-
 log = logging.getLogger(__name__)
-
-
-def _connection(config: DraDriverConfig) -> "ConnectionSettings":
-    from vgpu.adapters.kubernetes import ConnectionSettings
-
-    return ConnectionSettings(
-        kubeconfig=str(config.kubeconfig) if config.kubeconfig is not None else None
-    )
 
 
 def make_cluster(config: DraDriverConfig) -> ClusterPort:
@@ -55,7 +43,7 @@ def make_cluster(config: DraDriverConfig) -> ClusterPort:
     from vgpu.adapters.kubernetes import KubernetesCluster
 
     cluster = KubernetesCluster.connect(
-        _connection(config),
+        connection_settings(config),
         component="vgpu-dra-driver",
         pod_field_selector=f"spec.nodeName={config.node_name}",
         node_field_selector=f"metadata.name={config.node_name}",
@@ -75,7 +63,7 @@ def make_dra_api(config: DraDriverConfig) -> DraApiPort:
         return FakeDraApi()
     from vgpu.adapters.kubernetes.dra import KubernetesDraApi
 
-    return KubernetesDraApi.connect(_connection(config))
+    return KubernetesDraApi.connect(connection_settings(config))
 
 
 def hami_core_setup(config: DraDriverConfig) -> HamiCoreSetup:
