@@ -1,6 +1,7 @@
-"""What e2e tests do with the real `vgpu` processes they start: read their log, wait for a line
-in it, kill them with SIGKILL, stop them with SIGTERM. A harness mixes this in; it has a
-`log_file` the processes write to."""
+"""What e2e tests do with the real `vgpu` processes they start: start them (the harness's
+`command()` and `environment()`, output to its `log_file`), read their log, wait for a line in
+it, kill them with SIGKILL, stop them with SIGTERM. A harness mixes this in; `processes` lists
+what it started, for the fixture to stop."""
 
 import signal
 import subprocess
@@ -10,6 +11,21 @@ from pathlib import Path
 
 class ProcessControl:
     log_file: Path
+    processes: list[subprocess.Popen[bytes]]
+
+    def command(self, *extra: str) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        log = self.log_file.open("ab")
+        process = subprocess.Popen(
+            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
+        )
+        self.processes.append(process)
+        return process
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""

@@ -86,14 +86,6 @@ class PluginEnv(ProcessControl):
         env.update(self.extra_env)
         return env
 
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        log = self.log_file.open("ab")
-        process = subprocess.Popen(
-            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
-        )
-        self.processes.append(process)
-        return process
-
     def node_annotations(self) -> dict[str, str]:
         node = self.api.get(f"/api/v1/nodes/{NODE}") or {}
         annotations: dict[str, str] = node.get("metadata", {}).get("annotations") or {}

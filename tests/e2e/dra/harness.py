@@ -85,14 +85,6 @@ class DriverEnv(ProcessControl):
         )
         return env
 
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        log = self.log_file.open("ab")
-        process = subprocess.Popen(
-            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
-        )
-        self.processes.append(process)
-        return process
-
     def start_registered(self, *extra: str) -> subprocess.Popen[bytes]:
         process = self.start(*extra)
         self.kubelet.discover()
