@@ -1,12 +1,16 @@
 """The node's ResourceSlice (written only on change, generation bumped, never one the API
 server would refuse), GPU health in the slice and on the kubelet's stream, and the settings."""
 
+import copy
 import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.unit.dra_driver.node import DRIVER, NODE, UUID_A, UUID_B, DraNode, make_node
+from vgpu.adapters.fake.dra_api import FakeDraApi
 from vgpu.app.dra_driver.config import DraDriverConfig, load_config
 from vgpu.app.errors import ConfigError
 from vgpu.domain.dra import parse_resource_slice
@@ -141,3 +145,37 @@ def test_settings_have_the_kubelets_defaults_and_refuse_bad_names() -> None:
     with pytest.raises(ConfigError, match="node_name is required"):
         load_config(env={})
     assert DraDriverConfig(node_name="n").state_dir == Path("/var/lib/vgpu")  # served.json's
+
+
+class _WithoutConsumableCapacity(FakeDraApi):
+    """An API server with DRAConsumableCapacity off: it drops the fields of the gate."""
+
+    def _store_slice(self, name: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        stripped = copy.deepcopy(dict(manifest))
+        for device in stripped["spec"].get("devices", []):
+            device.pop("allowMultipleAllocations", None)
+            for capacity in device.get("capacity", {}).values():
+                capacity.pop("requestPolicy", None)
+        return super()._store_slice(name, stripped)
+
+
+def test_an_api_server_without_consumable_capacity_is_not_written_to_again_and_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    node = make_node(tmp_path)
+    api = _WithoutConsumableCapacity()
+    node.container.dra_api.override(api)
+    publisher = node.container.publisher()
+
+    for _ in range(5):
+        publisher.publish()
+
+    assert publisher.writes == 1
+    assert "stored ResourceSlice gpu-node-1-gpu.vgpu.io without some of its fields " \
+        "(allowMultipleAllocations, requestPolicy): consumable capacity (feature gate " \
+        "DRAConsumableCapacity) is off" in caplog.text
+    node.gpus.mark_unhealthy(UUID_B, "Xid 79")
+    _health(node)
+    publisher.publish()
+    publisher.publish()
+    assert publisher.writes == 2  # a real change is still written, once

@@ -8,6 +8,12 @@ pool's generation one above the highest seen, so the scheduler drops the old dev
 Other slices of this driver and node (an older naming, a second pool) are deleted. A slice the
 API server would refuse (`slice_problems`) is not written: an error names every rule it breaks.
 Rounds run when the GPUs change and every `resync_s` (someone may have edited or deleted it).
+
+An API server without consumable capacity (feature gate `DRAConsumableCapacity` off, the
+default before Kubernetes 1.36) stores the slice without `allowMultipleAllocations` and the
+request policies. The slice it answered with is then taken as what this slice looks like there
+(logged once as a warning: each GPU then goes to one claim whole), so it is not written again
+and again.
 """
 
 import logging
@@ -49,6 +55,8 @@ class SlicePublisher:
         self._resync = resync_s
         self._retry = retry_s
         self._generation = 0  # the highest pool generation seen or written
+        # (wanted, as the API stored it), both without generation, when the two differ
+        self._stored_as: tuple[ResourceSlice, ResourceSlice] | None = None
         self.writes = 0
         self.refused = 0
 
@@ -65,7 +73,7 @@ class SlicePublisher:
                 self.writes += 1
         self._generation = max(self._generation, *(_generation(s) for s in existing), 0)
         current = _read(mine)
-        if current is not None and _same(current, wanted):
+        if current is not None and self._unchanged(current, wanted):
             return True
         generation = self._generation + 1
         wanted = replace(wanted, pool=replace(wanted.pool, generation=generation))
@@ -80,14 +88,15 @@ class SlicePublisher:
             return False
         body = resource_slice_json(wanted)
         if mine is None:
-            self._api.create_slice(body)
+            stored = self._api.create_slice(body)
         else:
             body["metadata"]["resourceVersion"] = (mine.get("metadata") or {}).get(
                 "resourceVersion"
             )
-            self._api.replace_slice(body)
+            stored = self._api.replace_slice(body)
         self.writes += 1
         self._generation = generation
+        self._note_stored(wanted, _read(stored))
         names = ", ".join(d.name for d in wanted.devices) or "no devices"
         log.info(
             "published ResourceSlice %s (pool %s, generation %d): %s",
@@ -97,6 +106,26 @@ class SlicePublisher:
             names,
         )
         return True
+
+    def _unchanged(self, current: ResourceSlice, wanted: ResourceSlice) -> bool:
+        if _same(current, wanted):
+            return True
+        return self._stored_as == (_unnumbered(wanted), _unnumbered(current))
+
+    def _note_stored(self, wanted: ResourceSlice, stored: ResourceSlice | None) -> None:
+        if stored is None or _same(stored, wanted):
+            self._stored_as = None
+            return
+        pair = (_unnumbered(wanted), _unnumbered(stored))
+        if self._stored_as is None:
+            log.warning(
+                "the API server stored ResourceSlice %s without some of its fields (%s): "
+                "consumable capacity (feature gate DRAConsumableCapacity) is off in the API "
+                "server, so each GPU goes to one claim whole",
+                wanted.name,
+                _dropped(wanted, stored),
+            )
+        self._stored_as = pair
 
     def run(self, stop: threading.Event) -> None:
         """Publish now, then on every GPU change and every `resync_s`, until `stop`."""
@@ -141,5 +170,22 @@ def _read(manifest: dict[str, Any] | None) -> ResourceSlice | None:
 
 
 def _same(current: ResourceSlice, wanted: ResourceSlice) -> bool:
-    unnumbered = replace(current.pool, generation=wanted.pool.generation)
-    return replace(current, pool=unnumbered) == wanted
+    return _unnumbered(current) == _unnumbered(wanted)
+
+
+def _unnumbered(slice_: ResourceSlice) -> ResourceSlice:
+    return replace(slice_, pool=replace(slice_.pool, generation=0))
+
+
+def _dropped(wanted: ResourceSlice, stored: ResourceSlice) -> str:
+    """What the API server left out of the devices, for the log."""
+    found = set()
+    for sent, kept in zip(wanted.devices, stored.devices, strict=False):
+        if sent.allow_multiple_allocations and not kept.allow_multiple_allocations:
+            found.add("allowMultipleAllocations")
+        for name, capacity in sent.capacity.items():
+            if capacity.policy is not None and (
+                name not in kept.capacity or kept.capacity[name].policy is None
+            ):
+                found.add("requestPolicy")
+    return ", ".join(sorted(found)) or "device fields"
