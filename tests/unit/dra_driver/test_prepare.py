@@ -322,3 +322,31 @@ def test_an_unreadable_record_stops_preparing_instead_of_forgetting(node: DraNod
     outcome = _prepare(node, claim_json("train"))
     assert outcome["uid-train"].error == "cannot read dra-prepared.json: Input/output error"
     assert node.spec("uid-train") is None
+
+
+def test_a_full_cdi_dir_fails_the_claim_and_leaves_nothing(node: DraNode) -> None:
+    specs = node.container.cdi_specs()
+
+    def full(claim_uid: str, spec: object) -> str:
+        raise HostFileError(f"cannot write CDI spec {specs.path(claim_uid)}: No space left on device")
+
+    specs.write = full  # type: ignore[method-assign]
+    outcome = _prepare(node, claim_json("train"))
+
+    assert outcome["uid-train"].error.endswith("vgpu.io-claim_uid-train.json: No space left on device")
+    assert node.container.prepared().entries() == {}
+    assert not (node.root / "hook" / "vgpu" / "claims" / "uid-train").exists()
+
+
+def test_an_admin_claim_gets_its_gpu_on_a_full_gpu_and_counts_nothing(node: DraNode) -> None:
+    assert _prepare(node, claim_json("all", share(memory_mib=32768, cores=100)))["uid-all"].error == ""
+
+    admin = claim_json("debug", share(share_id=None, admin_access=True))
+    outcome = _prepare(node, admin)["uid-debug"]
+
+    assert outcome.error == ""
+    spec = node.spec("uid-debug")
+    assert spec is not None
+    assert not any(e.startswith("CUDA_DEVICE_") for e in _env(spec))
+    assert "mounts" not in spec["containerEdits"]  # no preload, no HAMi-core
+    assert node.container.prepared().entries()["uid-debug"].footprint() == {}
