@@ -64,9 +64,9 @@ class GpuVisibility:
         self._mode = mode
         self._kind = kind
 
-    def nvidia_ids(self, claim: str, shares: Sequence[DeviceShare], cards: dict[str, int]) -> (
-        dict[str, str]
-    ):
+    def nvidia_ids(
+        self, claim: str, shares: Sequence[DeviceShare], cards: dict[str, int]
+    ) -> dict[str, str]:
         """NVIDIA's CDI id by uuid, by the GPU's uuid or its index (`cards`: uuid to index);
         empty to use the variable. ClaimRefused in `cdi` mode when one is missing."""
         if self._mode == "env":
