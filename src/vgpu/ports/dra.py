@@ -1,9 +1,11 @@
-"""What `vgpu dra-driver` needs from the world: the kubelet's DRA plugin protocol (both sides),
-the API objects it reads and writes as JSON, the CDI spec files it leaves for the container
-runtime, its per-claim host directories and its durable record of prepared claims.
+"""Kubernetes DRA (`resource.k8s.io/v1`) as the processes meet it.
 
-Requests and answers are plain dataclasses and JSON mappings, so the application never sees
-protobuf types or the Kubernetes client.
+`vgpu explain` lists the DRA objects (`DraReadPort`). `vgpu dra-driver` needs the kubelet's DRA
+plugin protocol (both sides), the API objects it reads and writes, the CDI spec files it leaves
+for the container runtime, its per-claim host directories and its durable record of prepared
+claims. Objects come as the API serves them (JSON mappings), which `vgpu.domain.dra` reads,
+saying which field of which object cannot be read; requests and answers are plain dataclasses,
+so the application never sees protobuf types or the Kubernetes client.
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -117,6 +119,20 @@ class DraKubeletPort(Protocol):
     def stop(self) -> None:
         """Stop serving and remove our own socket files; harmless when not serving."""
         ...
+
+
+class DraReadPort(Protocol):
+    """Lists ResourceClaims (every namespace), ResourceClaimTemplates, ResourceSlices and
+    DeviceClasses. ClusterError when the API cannot be read; an API server without
+    `resource.k8s.io/v1` (DRA off, Kubernetes before 1.34) lists nothing."""
+
+    def list_resource_claims(self) -> list[dict[str, Any]]: ...
+
+    def list_resource_claim_templates(self) -> list[dict[str, Any]]: ...
+
+    def list_resource_slices(self) -> list[dict[str, Any]]: ...
+
+    def list_device_classes(self) -> list[dict[str, Any]]: ...
 
 
 class DraApiPort(Protocol):

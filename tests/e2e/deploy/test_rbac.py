@@ -26,6 +26,9 @@ ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "
 EXERCISED = {
     "api.py", "cluster.py", "informer.py", "keys.py", "leader.py", "nodelock.py", "webhook_tls.py"
 }
+# modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
+# component's service account makes these calls
+READ_BY_PEOPLE = {"dra_reader.py"}
 # modules whose component the chart does not deploy yet: `vgpu dra-driver` (issue 25; its
 # DaemonSet and RBAC come with the chart's DRA mode). The calls it makes are pinned below in
 # test_the_dra_driver_makes_exactly_these_calls, for that RBAC; it moves to COMPONENTS then.
@@ -197,7 +200,7 @@ COMPONENTS = {
 def test_every_module_that_calls_the_api_is_exercised_here() -> None:
     callers = {p.name for p in ADAPTERS.glob("*.py") if "self._api." in p.read_text()
                or "KubeApi(" in p.read_text()}
-    missing = callers - EXERCISED - NOT_IN_THE_CHART_YET
+    missing = callers - EXERCISED - READ_BY_PEOPLE - NOT_IN_THE_CHART_YET
     assert missing == set(), "add the new module's calls to this test and the chart"
 
 

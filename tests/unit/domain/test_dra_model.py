@@ -360,6 +360,11 @@ DEVICE = ("spec", "devices", 0)
         ((*DEVICE, "attributes", "uuid"), {"string": "x" * 65}, "is longer than 64 characters"),
         ((*DEVICE, "attributes"), {"9lives": {"int": 1}}, "'9lives' is not a qualified name"),
         ((*DEVICE, "allowMultipleAllocations"), "true", "'true' is not a boolean"),
+        (
+            (*DEVICE, "attributes", "driverVersion"),
+            {"version": "550.54"},
+            "attributes.driverVersion.version: '550.54' is not a semantic version",
+        ),
         (("spec", "pool", "resourceSliceCount"), 0, "resourceSliceCount: 0 is out of range"),
         (("spec", "driver"), "x" * 64, "is longer than 63 characters"),
     ],

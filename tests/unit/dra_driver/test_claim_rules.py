@@ -23,7 +23,7 @@ from vgpu.domain.dra import (
 )
 from vgpu.domain.dra.cdi import HamiCoreSetup, claim_spec
 from vgpu.domain.dra.limits import ClaimRefused, DeviceShare, claim_shares
-from vgpu.domain.dra.node_ledger import Holder, device_plugin_holders, over_capacity
+from vgpu.domain.dra.node_ledger import GpuHolder, device_plugin_holders, over_capacity
 from vgpu.domain.dra.pod_claims import claims_beside
 from vgpu.domain.dra.prepared_record import (
     PreparedClaim,
@@ -249,20 +249,20 @@ def test_a_pod_that_does_not_read_names_no_container(pod: dict[str, object]) -> 
 
 # the node's ledger ---------------------------------------------------------------------------
 def test_a_claim_that_fits_beside_what_others_hold_is_not_refused() -> None:
-    held = [Holder("claim ml/a", {"GPU-a": Usage(1, 28672, 70)})]
+    held = [GpuHolder("claim ml/a", {"GPU-a": Usage(1, 28672, 70)})]
     assert over_capacity("ml/new", [SHARE_A], BY_UUID, held) is None
 
 
 def test_memory_or_cores_past_the_gpu_refuses_and_names_every_holder() -> None:
-    held = [Holder("claim ml/a", {"GPU-a": Usage(1, 20000, 20)}),
-            Holder("pod ml/old (served by the device plugin)", {"GPU-a": Usage(1, 10000, 0)}),
-            Holder("claim ml/elsewhere", {"GPU-b": Usage(1, 32768, 100)})]
+    held = [GpuHolder("claim ml/a", {"GPU-a": Usage(1, 20000, 20)}),
+            GpuHolder("pod ml/old (served by the device plugin)", {"GPU-a": Usage(1, 10000, 0)}),
+            GpuHolder("claim ml/elsewhere", {"GPU-b": Usage(1, 32768, 100)})]
     assert over_capacity("ml/new", [SHARE_A], BY_UUID, held) == (
         "claim ml/new: GPU GPU-a (gpu-0) would be over capacity: the claim needs 4096 MiB and "
         "30% cores, 30000 MiB and 20% are held (claim ml/a, pod ml/old (served by the device "
         "plugin)), the GPU has 32768 MiB and 100%"
     )
-    cores = [Holder("claim ml/a", {"GPU-a": Usage(1, 0, 80)})]
+    cores = [GpuHolder("claim ml/a", {"GPU-a": Usage(1, 0, 80)})]
     assert "needs 4096 MiB and 30% cores" in str(over_capacity("ml/new", [SHARE_A], BY_UUID, cores))
 
 
@@ -270,7 +270,7 @@ def test_two_shares_of_one_claim_on_one_gpu_add_up_and_admin_holds_nothing() -> 
     twice = [SHARE_A, replace(SHARE_A, share_id="s3", memory_bytes=29000 * MIB, cores=10)]
     assert "needs 33096 MiB and 40% cores" in str(over_capacity("ml/new", twice, BY_UUID, []))
     admin = replace(SHARE_A, admin=True, memory_bytes=0, cores=0)
-    full = [Holder("claim ml/a", {"GPU-a": Usage(1, 32768, 100)})]
+    full = [GpuHolder("claim ml/a", {"GPU-a": Usage(1, 32768, 100)})]
     assert over_capacity("ml/admin", [admin], BY_UUID, full) is None
 
 
@@ -279,8 +279,8 @@ def test_the_device_plugins_pods_count_by_its_record_first_then_the_kubelets() -
     served = {"u1": {"GPU-a": Usage(1, 1000, 10)}, "u9": {"GPU-a": Usage(1, 9999, 99)}}
     checkpoint = {"u1": {"GPU-a": Usage(1, 32768, 100)}, "u2": {"GPU-b": Usage(1, 2000, 0)}}
     assert device_plugin_holders(live, served, checkpoint) == [
-        Holder("pod ml/served (served by the device plugin)", {"GPU-a": Usage(1, 1000, 10)}),
-        Holder("pod ml/hami (in the kubelet's device checkpoint)", {"GPU-b": Usage(1, 2000, 0)}),
+        GpuHolder("pod ml/served (served by the device plugin)", {"GPU-a": Usage(1, 1000, 10)}),
+        GpuHolder("pod ml/hami (in the kubelet's device checkpoint)", {"GPU-b": Usage(1, 2000, 0)}),
     ]
 
 

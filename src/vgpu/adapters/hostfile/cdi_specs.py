@@ -17,11 +17,11 @@ from typing import Any
 import yaml
 
 from vgpu.adapters.hostfile.atomic import replace_file, sync_directory, why
+from vgpu.domain.dra import CDI_KIND
 from vgpu.ports.dra import HostFileError, JsonObject
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KIND = "vgpu.io/claim"
 STATIC_DIRS = ("/etc/cdi", "/var/run/cdi")
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SPEC_FILE_MODE = 0o644
@@ -30,7 +30,7 @@ _SPEC_FILE_MODE = 0o644
 class CdiSpecFiles:
     """Implements CdiSpecPort in `directory` for specs of `kind`."""
 
-    def __init__(self, directory: str | Path, kind: str = DEFAULT_KIND) -> None:
+    def __init__(self, directory: str | Path, kind: str = CDI_KIND) -> None:
         self._dir = Path(directory)
         self._prefix = kind.replace("/", "-") + "_"
 

@@ -134,4 +134,3 @@ def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = 
         return cannot_start("vgpu device-plugin", exc)
     daemon.run(stop_on_signals(log))
     return 0
-

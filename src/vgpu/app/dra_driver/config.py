@@ -16,8 +16,7 @@ from pydantic import Field, field_validator
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
 from vgpu.app.settings import ResourceName, load_settings
-from vgpu.domain.dra import DEFAULT_DRIVER
-from vgpu.domain.dra.cdi import DEFAULT_KIND, NVIDIA_KIND
+from vgpu.domain.dra import CDI_KIND, DEFAULT_DRIVER, NVIDIA_CDI_KIND
 
 __all__ = ["ConfigError", "DraDriverConfig", "load_config"]
 
@@ -41,8 +40,8 @@ class DraDriverConfig(NodeAgentSettings):
     # auto: NVIDIA's CDI device where its spec has every GPU of a claim, else the variable
     # NVIDIA_VISIBLE_DEVICES for the NVIDIA container runtime; cdi or env: always that way
     gpu_visibility: Literal["auto", "cdi", "env"] = "auto"
-    nvidia_cdi_kind: str = NVIDIA_KIND
-    cdi_kind: str = DEFAULT_KIND
+    nvidia_cdi_kind: str = NVIDIA_CDI_KIND
+    cdi_kind: str = CDI_KIND
     # where the driver keeps its record of prepared claims, and where the device plugin kept
     # its served record (read to count the pods it served): a host path
     state_dir: Path = Path("/var/lib/vgpu")

@@ -26,7 +26,7 @@ from vgpu.app.dra_driver.service import DraDriverService
 from vgpu.app.dra_driver.slices import SlicePublisher
 from vgpu.app.dra_driver.sweeper import ClaimSweeper
 from vgpu.app.node_agent import connection_settings, fake_node_cluster, make_gpu_port
-from vgpu.domain.dra.cdi import HamiCoreSetup
+from vgpu.domain.dra import HamiCoreSetup
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.dra import DraApiPort

@@ -12,8 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from vgpu.domain.dra import Device, GpuCard, gpu_device_name
-from vgpu.domain.dra.node_devices import node_device
+from vgpu.domain.dra import Device, GpuCard, gpu_device_name, node_device
 from vgpu.domain.inventory import GpuInfo, HealthEvent
 from vgpu.ports.dra import DeviceHealthReport
 from vgpu.ports.gpu import GpuDetails, GpuDetailsPort, GpuPort, GpuUnavailable

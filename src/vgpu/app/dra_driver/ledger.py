@@ -1,5 +1,5 @@
 """What already holds this node's GPUs when a claim is to be prepared (see
-`vgpu.domain.dra.node_ledger` for the rule): the claims the driver prepared, and the pods the
+`vgpu.domain.dra.over_capacity` for the rule): the claims the driver prepared, and the pods the
 device plugin served that still run on the node.
 
 The device plugin's pods are read from the files it and the kubelet keep on the host: its
@@ -14,7 +14,7 @@ import logging
 from vgpu.app.dra_driver.gpus import DraGpus
 from vgpu.app.dra_driver.prepared import PreparedClaims
 from vgpu.domain.device import Device, Usage
-from vgpu.domain.dra.node_ledger import Holder, device_plugin_holders
+from vgpu.domain.dra import GpuHolder, device_plugin_holders
 from vgpu.domain.trust import holdings_by_pod
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.kubelet import CheckpointUnreadable, KubeletCheckpointPort
@@ -43,11 +43,11 @@ class DraNodeLedger:
         self._resource = resource_name
         self._faults: dict[str, str] = {}
 
-    def holders(self, excluding_uid: str = "") -> list[Holder]:
+    def holders(self, excluding_uid: str = "") -> list[GpuHolder]:
         """Everything that holds the GPUs but the claim `excluding_uid`. ClusterError when the
         node's pods cannot be listed, HostFileError when the prepared record cannot be read."""
         claims = [
-            Holder(f"claim {claim.key} (prepared here)", claim.footprint())
+            GpuHolder(f"claim {claim.key} (prepared here)", claim.footprint())
             for uid, claim in self._prepared.entries().items()
             if uid != excluding_uid
         ]

@@ -30,12 +30,20 @@ from typing import Any
 from vgpu.app.dra_driver.gpus import DraGpus
 from vgpu.app.dra_driver.ledger import DraNodeLedger
 from vgpu.app.dra_driver.prepared import PreparedClaims
-from vgpu.domain.dra import DraError, ResourceClaim, parse_resource_claim
-from vgpu.domain.dra.cdi import HamiCoreSetup, claim_spec
-from vgpu.domain.dra.limits import ClaimRefused, DeviceShare, claim_shares
-from vgpu.domain.dra.node_ledger import over_capacity
-from vgpu.domain.dra.pod_claims import claims_beside
-from vgpu.domain.dra.prepared_record import PreparedClaim, consumer_json
+from vgpu.domain.dra import (
+    ClaimRefused,
+    DeviceShare,
+    DraError,
+    HamiCoreSetup,
+    PreparedClaim,
+    ResourceClaim,
+    claim_shares,
+    claim_spec,
+    claims_beside,
+    consumer_json,
+    over_capacity,
+    parse_resource_claim,
+)
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.dra import (
     CdiCatalogPort,

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from vgpu.domain.dra.prepared_record import (
+from vgpu.domain.dra import (
     PreparedClaim,
     PreparedRecordError,
     decode_prepared_record,

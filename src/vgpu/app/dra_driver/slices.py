@@ -28,8 +28,8 @@ from vgpu.domain.dra import (
     node_slice,
     parse_resource_slice,
     resource_slice_json,
+    slice_problems,
 )
-from vgpu.domain.dra.slice_rules import slice_problems
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.dra import DraApiPort
 

@@ -29,7 +29,11 @@ from vgpu.ports.webhook_tls import StoredCerts, WebhookTLSPort
 log = logging.getLogger(__name__)
 
 CA_CERT, CA_KEY, CA_BUNDLE, TLS_CERT, TLS_KEY = (
-    "ca.crt", "ca.key", "ca-bundle.crt", "tls.crt", "tls.key"
+    "ca.crt",
+    "ca.key",
+    "ca-bundle.crt",
+    "tls.crt",
+    "tls.key",
 )
 _ATTEMPTS = 5
 
@@ -149,9 +153,13 @@ class WebhookCerts:
         until = now + datetime.timedelta(days=self._config.validity_days)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         # a name of its own per CA: a bundle holding the previous CA too stays unambiguous
-        ca_name = x509.Name([x509.NameAttribute(
-            NameOID.COMMON_NAME, f"{self._config.service_name}-ca@{int(now.timestamp())}"
-        )])
+        ca_name = x509.Name(
+            [
+                x509.NameAttribute(
+                    NameOID.COMMON_NAME, f"{self._config.service_name}-ca@{int(now.timestamp())}"
+                )
+            ]
+        )
         ca = (
             _builder(ca_name, ca_name, ca_key.public_key(), now, until)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -166,7 +174,10 @@ class WebhookCerts:
         cert = (
             _builder(
                 x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]),
-                ca_name, key.public_key(), now, until,
+                ca_name,
+                key.public_key(),
+                now,
+                until,
             )
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
@@ -222,9 +233,15 @@ def _builder(
 
 def _usage(*, cert_sign: bool) -> x509.KeyUsage:
     return x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=not cert_sign,
-        data_encipherment=False, key_agreement=False, key_cert_sign=cert_sign,
-        crl_sign=cert_sign, encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=not cert_sign,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
     )
 
 

@@ -90,10 +90,6 @@ class AllocatedDevices:
         """The claims (`namespace/name`) that hold the device or a share of it."""
         return frozenset(self._whole.get(device, ())) | frozenset(self._sharers.get(device, ()))
 
-    def claims(self) -> frozenset[str]:
-        """Every claim that holds something."""
-        return frozenset(k for k, held in self._held.items() if held)
-
 
 def _discard(index: dict[DeviceId, set[str]], device: DeviceId, claim: str) -> None:
     holders = index.get(device)

@@ -35,9 +35,11 @@ from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
 from vgpu.domain.dra.capacity import (
     Capacity,
     CapacityError,
+    Consumption,
     Shortfall,
+    consumption,
     device_capacities,
-    fit_capacities,
+    shortfall,
 )
 from vgpu.domain.dra.cel import DeviceView, Selector, SelectorError, compile_selector
 from vgpu.domain.dra.constraints import Constraint, ConstraintError, claim_constraint
@@ -64,6 +66,8 @@ from vgpu.domain.dra.outcome import (
 from vgpu.domain.dra.pools import Pool, node_pools
 
 MAX_RESULTS = 32  # devices per claim (AllocationResultsMaxSize)
+_Requested = tuple[tuple[str, int], ...]  # a request's capacities, as a cache key
+_Selection = tuple[str, int] | str | None  # see Allocator.selection
 _SHARE_IDS = uuid.UUID("6a0c7e52-9d1b-4c3f-8e2a-1f5b7d9c3e40")
 
 ShareIds = Callable[[ResourceClaim, str, DeviceId, int], str]
@@ -103,6 +107,10 @@ class _Wanted:
     admin: bool
     capacity: Mapping[str, int]
     all_devices: list[_Candidate] = field(default_factory=list)
+    requested: "_Requested" = ()
+
+    def __post_init__(self) -> None:
+        self.requested = tuple(sorted(self.capacity.items()))
 
 
 class _Fatal(Exception):
@@ -129,10 +137,9 @@ class Allocator:
         self._pools: dict[str, tuple[list[Pool], list[_Candidate]]] = {}
         self._compiled: dict[str, Selector | SelectorError] = {}
         self._matches: dict[tuple[DeviceId, str], bool | SelectorError] = {}
-
-    @property
-    def slices(self) -> tuple[ResourceSlice, ...]:
-        return self._slices
+        # what depends only on a request and a device, kept across calls
+        self._selections: dict[tuple[str, tuple[str, ...], DeviceId], _Selection] = {}
+        self._consumptions: dict[tuple[_Requested, DeviceId], Consumption | Shortfall] = {}
 
     @property
     def classes(self) -> Mapping[str, DeviceClass]:
@@ -147,9 +154,14 @@ class Allocator:
         return self._node(node)[1]
 
     def allocate(
-        self, claims: Sequence[ResourceClaim], node: str, allocated: AllocatedDevices
+        self,
+        claims: Sequence[ResourceClaim],
+        node: str,
+        allocated: AllocatedDevices,
+        explain: bool = True,
     ) -> AllocationOutcome:
-        """Allocate every claim on `node`, or say why that cannot be done."""
+        """Allocate every claim on `node`, or say why that cannot be done (per device and
+        request only with `explain`: a simulator trying many nodes can do without)."""
         pools, candidates = self._node(node)
         search = _Search(self, claims, node, pools, candidates, allocated)
         try:
@@ -167,6 +179,8 @@ class Allocator:
                 f"invalid resource pools were encountered: {invalid[0].label}: "
                 f"{invalid[0].invalid}",
             )
+        if not explain:
+            return CannotAllocate(node)
         try:
             verdicts, unmet = search.diagnose()
         except _Fatal as exc:
@@ -195,6 +209,41 @@ class Allocator:
             self._matches[key] = found
         if isinstance(found, SelectorError):
             raise found
+        return found
+
+    def selection(self, wanted: "_Wanted", candidate: "_Candidate") -> "_Selection":
+        """The first of the class's and the request's selectors the device fails, as
+        ("class" or "request", index), None when it matches all, or the error message of
+        one that fails to evaluate (cached per class, selectors and device)."""
+        key = (wanted.device_class.name, wanted.selectors, candidate.id)
+        if key in self._selections:
+            return self._selections[key]
+        found: _Selection = None
+        for kind, expressions in (
+            ("class", wanted.device_class.selectors),
+            ("request", wanted.selectors),
+        ):
+            for i, expression in enumerate(expressions):
+                try:
+                    if not self.selects(expression, candidate):
+                        found = (kind, i)
+                except SelectorError as exc:
+                    found = f"{kind} selector #{i} on device {candidate.id}: {exc}"
+                if found is not None:
+                    break
+            if found is not None:
+                break
+        self._selections[key] = found
+        return found
+
+    def consumption(self, wanted: "_Wanted", candidate: "_Candidate") -> Consumption | Shortfall:
+        """What the request consumes of the device, or why the device never can serve it
+        (cached per request capacities and device). CapacityError passes through."""
+        key = (wanted.requested, candidate.id)
+        found = self._consumptions.get(key)
+        if found is None:
+            found = consumption(wanted.capacity, candidate.id.driver, candidate.capacities)
+            self._consumptions[key] = found
         return found
 
     def _node(self, node: str) -> tuple[list[Pool], list[_Candidate]]:
@@ -396,32 +445,27 @@ class _Search:
 
     def _failed_selector(self, wanted: _Wanted, candidate: _Candidate) -> tuple[str, int] | None:
         """("class" or "request", selector index) of the first selector the device fails."""
-        allocator = self._allocator
-        for kind, owner, expressions in (
-            ("class", f"class {wanted.device_class.name}", wanted.device_class.selectors),
-            ("request", f"claim {self._claims[wanted.claim].key}", wanted.selectors),
-        ):
-            for i, expression in enumerate(expressions):
-                try:
-                    if not allocator.selects(expression, candidate):
-                        return kind, i
-                except SelectorError as exc:
-                    raise _Fatal(
-                        f"{owner}: selector #{i} on device {candidate.id}: {exc}"
-                    ) from None
-        return None
+        found = self._allocator.selection(wanted, candidate)
+        if isinstance(found, str):
+            owner = (
+                f"class {wanted.device_class.name}"
+                if found.startswith("class")
+                else f"claim {self._claims[wanted.claim].key}"
+            )
+            raise _Fatal(f"{owner}: {found.partition(' ')[2]}")
+        return found
 
     def _fit(
         self, wanted: _Wanted, candidate: _Candidate, taking: Mapping[str, int]
     ) -> dict[str, int] | Shortfall:
         self.current = self._claims[wanted.claim].key
-        return fit_capacities(
-            wanted.capacity,
-            candidate.id.driver,
-            candidate.capacities,
-            self._allocated.consumed(candidate.id),
-            taking,
+        found = self._allocator.consumption(wanted, candidate)
+        if isinstance(found, Shortfall):
+            return found
+        short = shortfall(
+            found, candidate.capacities, self._allocated.consumed(candidate.id), taking
         )
+        return found.amounts if short is None else short
 
     def _take(
         self, wanted: _Wanted, candidate: _Candidate, consumed: dict[str, int], must: bool

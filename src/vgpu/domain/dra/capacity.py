@@ -8,7 +8,8 @@
 - The rounded amount violates the policy above `max`, off the step grid, or outside the
   valid values (the default always passes); the device then cannot serve the request.
 - It fits when what is already allocated plus what this allocation is taking plus it stays
-  within the capacity's value.
+  within the capacity's value (`consumption`, then `shortfall`: kube-scheduler's
+  `cmpRequestOverCapacity` in two steps, the first depending only on request and device).
 
 Names: a request or device may spell a capacity `memory` or `<driver>/memory`; both mean the
 driver's own. Internally every capacity is keyed by its qualified name.
@@ -138,32 +139,45 @@ def violates_policy(consumed: int, policy: RequestPolicy | None) -> bool:
     return False
 
 
-def fit_capacities(
-    requests: Mapping[str, int],
-    driver: str,
-    capacities: Mapping[str, Capacity],
-    allocated: Mapping[str, int],
-    allocating: Mapping[str, int],
-) -> dict[str, int] | Shortfall:
-    """What the request consumes of every capacity of the device (qualified names), or the
-    first Shortfall. `allocated` is what claims already hold of the device, `allocating` what
-    this allocation has taken of it so far. CapacityError for a request no device can be
-    checked against."""
+@dataclass(frozen=True, slots=True)
+class Consumption:
+    """What a request consumes of every capacity of one device (qualified names), and the
+    amounts it named (before rounding). It depends only on the request and the device."""
+
+    amounts: dict[str, int]
+    asked: dict[str, int]
+
+
+def consumption(
+    requests: Mapping[str, int], driver: str, capacities: Mapping[str, Capacity]
+) -> Consumption | Shortfall:
+    """What the request would consume of the device, or why the device can never serve it
+    (a capacity it lacks, an amount its request policy refuses). CapacityError for a request
+    no device can be checked against."""
     resolved = resolve_requests(requests, driver, capacities)
     if isinstance(resolved, str):
         return Shortfall(qualified(resolved, driver), "missing", requests[resolved])
-    consumed = {
-        key: consumed_quantity(resolved.get(key), cap.value, cap.policy)
-        for key, cap in capacities.items()
-    }
+    amounts = {}
     for key, cap in capacities.items():
-        amount = consumed[key]
-        asked = resolved.get(key, amount)
+        amount = consumed_quantity(resolved.get(key), cap.value, cap.policy)
         if violates_policy(amount, cap.policy):
-            return Shortfall(key, "policy", asked, amount, value=cap.value)
+            return Shortfall(key, "policy", resolved.get(key, amount), amount, value=cap.value)
+        amounts[key] = amount
+    return Consumption(amounts, resolved)
+
+
+def shortfall(
+    consumed: Consumption,
+    capacities: Mapping[str, Capacity],
+    allocated: Mapping[str, int],
+    allocating: Mapping[str, int],
+) -> Shortfall | None:
+    """The first capacity that cannot take `consumed` on top of what allocated claims hold
+    (`allocated`) and this allocation has taken so far (`allocating`); None when all can."""
+    for key, amount in consumed.amounts.items():
         held = allocated.get(key, 0) + allocating.get(key, 0)
-        if held + amount > cap.value:
-            return Shortfall(
-                key, "insufficient", asked, amount, max(cap.value - held, 0), cap.value
-            )
-    return consumed
+        value = capacities[key].value
+        if held + amount > value:
+            asked = consumed.asked.get(key, amount)
+            return Shortfall(key, "insufficient", asked, amount, max(value - held, 0), value)
+    return None

@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace  # noqa: F401 (replace: used by the e
 from vgpu.domain.dra.limits import DeviceShare
 
 CDI_VERSION = "0.5.0"  # the first version that allows device names starting with a digit
-DEFAULT_KIND = "vgpu.io/claim"
-NVIDIA_KIND = "nvidia.com/gpu"
+CDI_KIND = "vgpu.io/claim"
+NVIDIA_CDI_KIND = "nvidia.com/gpu"
 CACHE_FILE = "vgpu.cache"
 CONTAINER_LOCK_DIR = "/tmp/vgpulock"  # where HAMi-core looks, whatever the host path
 
@@ -44,7 +44,7 @@ class HamiCoreSetup:
     license_present: bool = False
     disable_core_limit: bool = False
     cuda_log_level: str = ""
-    kind: str = DEFAULT_KIND
+    kind: str = CDI_KIND
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from decimal import Decimal
 from functools import total_ordering
 from typing import Any
 
-from vgpu.domain.dra.model import AttributeValue, Version
+from vgpu.domain.dra.model import SEMVER, AttributeValue, Version
 from vgpu.domain.errors import DomainError, brief
 from vgpu.domain.quantity import parse_quantity
 
@@ -66,7 +66,7 @@ class _Semver:
 
     @classmethod
     def parse(cls, text: str) -> "_Semver":
-        match = _SEMVER.fullmatch(text)
+        match = SEMVER.fullmatch(text)
         if match is None:
             raise _Failure(f"{text!r} is not a semantic version")
         major, minor, patch, pre = match.groups()
@@ -79,9 +79,13 @@ class _Semver:
         return (self.pre == "", self.pre) < (other.pre == "", other.pre)
 
 
-_SEMVER = re.compile(
-    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?"
-)
+def _version(text: str) -> object:
+    """A version attribute as selectors compare it; one that is no semantic version (the API
+    server refuses those) stays text, so it matches nothing a version would."""
+    try:
+        return _Semver.parse(text)
+    except _Failure:
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +109,7 @@ class DeviceView:
         by_domain: dict[str, dict[str, object]] = {}
         for name, value in attributes.items():
             domain, _, identifier = name.rpartition("/")
-            shown = _Semver.parse(value.text) if isinstance(value, Version) else value
+            shown = _version(value.text) if isinstance(value, Version) else value
             by_domain.setdefault(domain or driver, {})[identifier] = shown
         quantities: dict[str, dict[str, object]] = {}
         for name, amount in capacity.items():

@@ -21,6 +21,7 @@ from vgpu.domain.dra.model import (
     AttributeValue,
     Device,
     DeviceCapacity,
+    DeviceClass,
     DeviceRequestAllocationResult,
     RequestPolicy,
     ResourcePool,
@@ -31,6 +32,7 @@ from vgpu.domain.dra.model import (
 from vgpu.domain.dra.reader import Field
 
 DEFAULT_DRIVER = "gpu.vgpu.io"
+EXTENDED_RESOURCE = "nvidia.com/gpu"  # a pod asking for it gets a claim for the class
 MEMORY = "memory"
 CORES = "cores"
 MIB = 2**20
@@ -95,6 +97,15 @@ def gpu_device(card: GpuCard) -> Device:
         },
         allow_multiple_allocations=True,
     )
+
+
+def gpu_device_class(
+    driver: str = DEFAULT_DRIVER, name: str | None = None, extended: str | None = EXTENDED_RESOURCE
+) -> DeviceClass:
+    """The DeviceClass of vgpu's GPUs: every device of the driver, named after the driver
+    unless `name` is given; pods asking for `extended` (`nvidia.com/gpu`) get it as a claim
+    where the cluster supports extended resources for DRA (None: no such mapping)."""
+    return DeviceClass(name or driver, (f'device.driver == "{driver}"',), extended)
 
 
 def node_slice(

@@ -6,6 +6,7 @@ attribute and capacity names are kept as the object spells them (`memory` or
 back into it.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -23,6 +24,12 @@ class Version:
     """A device attribute of type version: a semantic version such as `550.54.15`."""
 
     text: str
+
+
+# semantic versioning 2.0: MAJOR.MINOR.PATCH, then -pre-release and +build
+SEMVER = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?"
+)
 
 
 AttributeValue = int | bool | str | Version

@@ -14,7 +14,7 @@ What holds a card:
 Admin-access shares hold nothing. Only memory and cores are bounded: DRA has no split count.
 
 >>> card = GpuCard("GPU-a", 0, "NVIDIA A100", memory_mib=40960)
->>> held = [Holder("pod ml/old (device plugin)", {"GPU-a": Usage(1, 30000, 50)})]
+>>> held = [GpuHolder("pod ml/old (device plugin)", {"GPU-a": Usage(1, 30000, 50)})]
 >>> share = DeviceShare("gpu", "n", "gpu-0", "s", "GPU-a", 20000 * 2**20, 30)
 >>> print(over_capacity("ml/new", [share], {"GPU-a": card}, held))
 claim ml/new: GPU GPU-a (gpu-0) would be over capacity: the claim needs 20000 MiB and 30% \
@@ -30,7 +30,7 @@ from vgpu.domain.dra.limits import DeviceShare
 
 
 @dataclass(frozen=True, slots=True)
-class Holder:
+class GpuHolder:
     """Something that holds part of the node's GPUs: `who` for people, what per GPU uuid."""
 
     who: str
@@ -51,15 +51,16 @@ def device_plugin_holders(
     live: Mapping[str, str],
     served: Mapping[str, Mapping[str, Usage]],
     checkpoint: Mapping[str, Mapping[str, Usage]],
-) -> list[Holder]:
+) -> list[GpuHolder]:
     """The device plugin's pods still running here (`live`: pod uid to `namespace/name`), each
     by its served record when it has one, else by the kubelet's checkpoint."""
     found = []
     for uid, key in live.items():
         if uid in served:
-            found.append(Holder(f"pod {key} (served by the device plugin)", served[uid]))
+            found.append(GpuHolder(f"pod {key} (served by the device plugin)", served[uid]))
         elif uid in checkpoint:
-            found.append(Holder(f"pod {key} (in the kubelet's device checkpoint)", checkpoint[uid]))
+            who = f"pod {key} (in the kubelet's device checkpoint)"
+            found.append(GpuHolder(who, checkpoint[uid]))
     return found
 
 
@@ -67,7 +68,7 @@ def over_capacity(
     claim: str,
     shares: Sequence[DeviceShare],
     cards: Mapping[str, GpuCard],
-    holders: Sequence[Holder],
+    holders: Sequence[GpuHolder],
 ) -> str | None:
     """Why preparing `claim`'s `shares` would take a GPU (`cards` by uuid) past its memory or
     cores with what `holders` hold; None when everything fits."""

@@ -9,6 +9,7 @@ counters) are ignored.
 from typing import Any
 
 from vgpu.domain.dra.model import (
+    SEMVER,
     AllocationMode,
     AllocationResult,
     AttributeValue,
@@ -110,7 +111,10 @@ def _attribute(at: Field) -> AttributeValue:
         return value.flag()
     if kinds[0] == "string":
         return value.text(limit=MAX_ATTRIBUTE_TEXT, empty=True)
-    return Version(value.text(limit=MAX_ATTRIBUTE_TEXT))
+    text = value.text(limit=MAX_ATTRIBUTE_TEXT)
+    if not SEMVER.fullmatch(text):
+        value.fail("is not a semantic version (MAJOR.MINOR.PATCH)")
+    return Version(text)
 
 
 def _capacity(at: Field) -> DeviceCapacity:
