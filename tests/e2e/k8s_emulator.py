@@ -15,7 +15,11 @@ HTTP for list, get, create, merge/JSON patch and delete) plus what kmock lacks a
   the pod is already bound or the Binding's uid is not the pod's;
 - slow answers for fault injection: `delay(method, path_part, seconds)` holds back the answer
   of matching requests *after* they took effect (a write that commits but times out, or a
-  hanging Lease call) until the time passes or `end_delays()`.
+  hanging Lease call) until the time passes or `end_delays()`;
+- `resource.k8s.io/v1` ResourceSlices, ResourceClaims and DeviceClasses (kmock serves any
+  group), with every ResourceSlice written checked against the API's own schema of
+  Kubernetes 1.34 and 1.36 (kubernetes-validate, strict: unknown fields too) and refused with
+  422 Invalid, as kube-apiserver refuses it, when it does not validate.
 
 Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which starts a
 `RunningApiServer` (this module) on 127.0.0.1 and stops it afterwards.
@@ -39,10 +43,13 @@ import aiohttp.web
 import attrs
 import httpx
 import kmock
+import kubernetes_validate
 from kmock._internal import rendering
 from kmock._internal.k8s import KubernetesError
 
 MERGE_PATCH = "application/merge-patch+json"
+# (group, plural) -> the Kubernetes versions whose schema a written object must pass
+SCHEMA_CHECKED = {("resource.k8s.io", "resourceslices"): ("1.34", "1.36")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +153,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         """
         version = self._version + 1
         resource: Any = request.resource
+        if request.action == kmock.action.CREATE:
+            _check_schema(resource, request.data)
         if request.action == kmock.action.CREATE and isinstance(request.data, dict):
             meta = request.data.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -233,6 +242,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
             raise KubernetesError(
                 status=400, reason="BadRequest", message="body is not an object", details={}
             )
+        _check_schema(request.resource, body)
         meta = body.setdefault("metadata", {})
         self._check_version(key, current, meta.get("resourceVersion"))
         version = self._version + 1
@@ -409,6 +419,25 @@ def _labels_match(selector: str, raw: Mapping[str, Any]) -> bool:
         if (labels.get(key.strip()) != wanted.strip()) if has_value else key.strip() not in labels:
             return False
     return True
+
+
+def _check_schema(resource: Any, data: Any) -> None:
+    """422 Invalid when `data`, a whole object created or put, is of a schema-checked kind and
+    does not pass (patches are not checked)."""
+    versions = SCHEMA_CHECKED.get((getattr(resource, "group", ""), getattr(resource, "plural", "")))
+    if not versions or not isinstance(data, dict):
+        return
+    for version in versions:
+        try:
+            kubernetes_validate.validate(data, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            raise KubernetesError(
+                status=422,
+                reason="Invalid",
+                details={"kind": resource.plural},
+                message=f"{resource.plural} is invalid for Kubernetes {version}: "
+                f"{str(exc).splitlines()[0]}",
+            ) from None
 
 
 def _not_found(key: Any) -> KubernetesError:

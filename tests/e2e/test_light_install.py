@@ -153,7 +153,9 @@ def test_the_embedding_guide_s_example_runs_in_the_light_install(light_env: Path
     assert done.stdout == printed
 
 
-@pytest.mark.parametrize("command", ["scheduler", "device-plugin", "monitor", "explain"])
+@pytest.mark.parametrize(
+    "command", ["scheduler", "device-plugin", "dra-driver", "monitor", "explain"]
+)
 def test_a_cluster_command_says_which_extra_to_install(light_env: Path, command: str) -> None:
     done = run(light_env, "vgpu", command, "--help")
 

@@ -31,6 +31,10 @@ COMMANDS = {
         "vgpu.app.device_plugin.cli",
         "run the per-node device plugin (kubelet gRPC + node registration)",
     ),
+    "dra-driver": (
+        "vgpu.app.dra_driver.cli",
+        "run the per-node kubelet DRA plugin (ResourceSlices + CDI specs with HAMi-core)",
+    ),
     "monitor": ("vgpu.app.monitor.cli", "serve per-container GPU usage from HAMi-core's regions"),
     "explain": ("vgpu.app.explain.cli", "say why a GPU pod is Pending and what would make it fit"),
 }

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,6 +21,9 @@ from vgpu.app.fake_mode import load_fake_cluster
 from vgpu.domain.node import ClusterNode
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.gpu import GpuPort
+
+if TYPE_CHECKING:
+    from vgpu.adapters.kubernetes import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +110,14 @@ def run_node_agent(
         stream=sys.stderr,
     )
     return serve(settings)
+
+
+def connection_settings(settings: NodeAgentSettings) -> "ConnectionSettings":
+    """How to reach the API: `kubeconfig` when set, else in-cluster (or ~/.kube/config)."""
+    from vgpu.adapters.kubernetes import ConnectionSettings
+
+    kubeconfig = str(settings.kubeconfig) if settings.kubeconfig is not None else None
+    return ConnectionSettings(kubeconfig=kubeconfig)
 
 
 def make_gpu_port(settings: NodeAgentSettings) -> GpuPort:

@@ -24,6 +24,20 @@ class GpuUsage:
     memory_controller_percent: int | None  # NVML utilization.memory, 0-100
 
 
+@dataclass(frozen=True, slots=True)
+class GpuDetails:
+    """What a DRA driver publishes of a GPU beyond `GpuInfo`; "" where it is not known.
+
+    `pci_bus_id` is in the kernel's form (`0000:3b:00.0`: lower case, 4-digit domain), the
+    versions as the driver reports them (`550.54.15`, CUDA `12.4`), `architecture` by name
+    (`Ampere`)."""
+
+    architecture: str = ""
+    pci_bus_id: str = ""
+    driver_version: str = ""
+    cuda_driver_version: str = ""
+
+
 class GpuPort(Protocol):
     def discover(self) -> list[GpuInfo]:
         """Every GPU on the node; raises GpuUnavailable with a clear message."""
@@ -44,6 +58,15 @@ class GpuPort(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class GpuDetailsPort(Protocol):
+    """A GPU port that can also describe the GPUs for DRA's device attributes."""
+
+    def gpu_details(self) -> dict[str, GpuDetails]:
+        """By uuid, each discovered GPU's details; raises GpuUnavailable."""
+        ...
 
 
 class MigError(RuntimeError):

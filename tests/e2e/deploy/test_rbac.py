@@ -16,6 +16,7 @@ from tests.e2e.deploy.render import MONITOR, NAMESPACE, one, template
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
 from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster, LeaderElector
 from vgpu.adapters.kubernetes.connection import new_api_client
+from vgpu.adapters.kubernetes.dra import KubernetesDraApi
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 from vgpu.app.monitor.config import MonitorConfig
@@ -31,6 +32,10 @@ EXERCISED = {
 # modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
 # component's service account makes these calls
 READ_BY_PEOPLE = {"dra_reader.py"}
+# modules whose component the chart does not deploy yet: `vgpu dra-driver` (issue 25; its
+# DaemonSet and RBAC come with the chart's DRA mode). The calls it makes are pinned below in
+# test_the_dra_driver_makes_exactly_these_calls, for that RBAC; it moves to COMPONENTS then.
+NOT_IN_THE_CHART_YET = {"dra.py"}
 # rules granted for calls the processes do not make yet: (component, verb, resource)
 PENDING: set[tuple[str, str, str]] = set()
 # roles bound for the kube-scheduler container (stock roles, and its own Lease)
@@ -216,8 +221,50 @@ COMPONENTS = {
 def test_every_module_that_calls_the_api_is_exercised_here() -> None:
     callers = {p.name for p in ADAPTERS.glob("*.py") if "self._api." in p.read_text()
                or "KubeApi(" in p.read_text()}
-    missing = callers - EXERCISED - READ_BY_PEOPLE
+    missing = callers - EXERCISED - READ_BY_PEOPLE - NOT_IN_THE_CHART_YET
     assert missing == set(), "add the new module's calls to this test and the chart"
+
+
+def exercise_dra_driver(api: RunningApiServer) -> None:
+    """What `vgpu dra-driver` asks of the API: its node's pods (a watch cache), its slices
+    (list, create, replace, delete a stale one), a claim and the pods it is reserved for."""
+    cluster = KubernetesCluster.connect(
+        ConnectionSettings(host=api.url), pod_field_selector="spec.nodeName=gpu-1",
+        node_field_selector="metadata.name=gpu-1", watch_nodes=False, watch_quotas=False,
+    )
+    try:
+        cluster.start()
+        assert cluster.wait_synced(10)
+        cluster.list_pods("gpu-1")
+    finally:
+        cluster.stop()
+    dra = KubernetesDraApi.connect(ConnectionSettings(host=api.url))
+    spec = {"driver": "gpu.vgpu.io", "nodeName": "gpu-1",
+            "pool": {"name": "gpu-1", "generation": 1, "resourceSliceCount": 1}, "devices": []}
+    for name in ("gpu-1-gpu.vgpu.io", "stale"):
+        dra.create_slice({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                          "metadata": {"name": name}, "spec": spec})
+    mine = next(s for s in dra.list_slices("gpu.vgpu.io", "gpu-1")
+                if s["metadata"]["name"] != "stale")
+    dra.replace_slice({**mine, "spec": {**spec, "pool": {**spec["pool"], "generation": 2}}})
+    dra.delete_slice("stale")
+    dra.get_claim("default", "c1")
+    dra.get_pod("default", "p1")
+
+
+def test_the_dra_driver_makes_exactly_these_calls(k8s_api: RunningApiServer) -> None:
+    seed(k8s_api)
+    exercise_dra_driver(k8s_api)
+    assert recorded(k8s_api) == {
+        Call("list", "pods", "", None, None),
+        Call("watch", "pods", "", None, None),
+        Call("list", "resourceslices", "resource.k8s.io", None, None),
+        Call("create", "resourceslices", "resource.k8s.io", None, None),
+        Call("update", "resourceslices", "resource.k8s.io", None, "gpu-1-gpu.vgpu.io"),
+        Call("delete", "resourceslices", "resource.k8s.io", None, "stale"),
+        Call("get", "resourceclaims", "resource.k8s.io", "default", "c1"),
+        Call("get", "pods", "", "default", "p1"),
+    }
 
 
 @pytest.mark.parametrize("component", COMPONENTS)

@@ -2,15 +2,14 @@
 
 import base64
 import os
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from tests.e2e.k8s_emulator import RunningApiServer
+from tests.e2e.processes import ProcessControl
 from vgpu.domain.trust import KeyRing
 
 NODE = "gpu-node-1"
@@ -42,7 +41,7 @@ def gpu_file_text(healthy_b: bool = True) -> str:
 
 
 @dataclass
-class PluginEnv:
+class PluginEnv(ProcessControl):
     api: RunningApiServer
     kubelet: FakeKubelet
     plugin_dir: Path
@@ -86,40 +85,6 @@ class PluginEnv:
         )
         env.update(self.extra_env)
         return env
-
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        log = self.log_file.open("ab")
-        process = subprocess.Popen(
-            self.command(*extra), env=self.environment(), stdout=log, stderr=subprocess.STDOUT
-        )
-        self.processes.append(process)
-        return process
-
-    def log(self) -> str:
-        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
-
-    def wait_for_log(self, text: str, timeout: float = 15.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.log():
-                return True
-            time.sleep(0.05)
-        return text in self.log()
-
-    def kill(self, process: subprocess.Popen[bytes]) -> None:
-        """SIGKILL: no shutdown hook runs, whatever the process was in the middle of."""
-        process.kill()
-        process.wait(timeout=15)
-
-    def stop(self, process: subprocess.Popen[bytes]) -> int:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
 
     def node_annotations(self) -> dict[str, str]:
         node = self.api.get(f"/api/v1/nodes/{NODE}") or {}

@@ -9,7 +9,7 @@ import pytest
 
 from vgpu.adapters.fake.gpus import FakeGpuFileError, FakeGpus
 from vgpu.domain.inventory import GpuInfo, HealthEvent
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage
+from vgpu.ports.gpu import GpuDetails, GpuUnavailable, GpuUsage
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "fake-gpus.yaml"
 
@@ -54,6 +54,21 @@ def test_fields_and_their_defaults(gpu_file: Path) -> None:
         GpuInfo("GPU-a", 0, "Tesla T4", 15360, numa=0, mig_enabled=False),
         GpuInfo("GPU-b", 7, "NVIDIA A100-SXM4-80GB", 81920, numa=1, mig_enabled=True),
     ]
+
+
+def test_the_details_a_dra_driver_publishes_come_from_the_file_when_given(
+    gpu_file: Path,
+) -> None:
+    assert FakeGpus.from_file(gpu_file).gpu_details() == {
+        "GPU-a": GpuDetails(), "GPU-b": GpuDetails()
+    }
+    write(gpu_file, "driver_version: 550.54.15\ncuda_driver_version: '12.4'\n" + TWO_GPUS.replace(
+        "    memory_mib: 15360\n",
+        "    memory_mib: 15360\n    architecture: Turing\n    pci_bus_id: 0000:3b:00.0\n",
+    ))
+    details = FakeGpus.from_file(gpu_file).gpu_details()
+    assert details["GPU-a"] == GpuDetails("Turing", "0000:3b:00.0", "550.54.15", "12.4")
+    assert details["GPU-b"] == GpuDetails("", "", "550.54.15", "12.4")
 
 
 ENTRY = "  - uuid: GPU-a\n    name: Tesla T4\n"

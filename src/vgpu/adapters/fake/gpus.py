@@ -14,10 +14,14 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         used_mib: 0       # default 0; memory in use, as `vgpu monitor` reports it
         utilization: 0    # default 0; percent busy (NVML utilization.gpu)
         memory_utilization: 0  # default 0; percent (NVML utilization.memory)
+        architecture: ""  # optional, e.g. Volta; published by vgpu dra-driver when set
+        pci_bus_id: ""    # optional, e.g. 0000:3b:00.0; published by vgpu dra-driver
         mig_profiles:     # with mig: true, the GPU instance profiles create_mig_instance offers
                           # (chosen, as NVML does, by the part of the name before the `.`)
           - {name: 1g.5gb, slices: 1, memory_mib: 4864, instances: 7,
              placements: [{start: 0, size: 1}, {start: 1, size: 1}]}
+    driver_version: ""    # optional, e.g. 550.54.15: the driver's, for every GPU
+    cuda_driver_version: ""  # optional, e.g. 12.4
     links:                # optional: how GPUs connect (read_topology); unlisted pairs are
       - between: [GPU-a, GPU-b]   # cross-CPU PCIe without NVLink
         pcie: single-switch       # same-board, single-switch, multi-switch, host-bridge,
@@ -44,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vgpu.domain.inventory import GpuInfo, HealthEvent
 from vgpu.domain.mig import MigInstance, MigPlacement, MigProfile
 from vgpu.domain.topology import MAX_NVLINKS, GpuLink, PcieLink
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage, MigError
+from vgpu.ports.gpu import GpuDetails, GpuUnavailable, GpuUsage, MigError
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +97,8 @@ class _GpuEntry(BaseModel):
     used_mib: int = Field(default=0, ge=0)
     utilization: int = Field(default=0, ge=0, le=100)
     memory_utilization: int = Field(default=0, ge=0, le=100)
+    architecture: str = Field(default="", max_length=64)
+    pci_bus_id: str = Field(default="", max_length=64)
     mig_profiles: list[_MigProfileEntry] = []
 
 
@@ -112,6 +118,8 @@ class _GpuFile(BaseModel):
 
     gpus: list[_GpuEntry]
     links: list[_LinkEntry] = []
+    driver_version: str = Field(default="", max_length=64)
+    cuda_driver_version: str = Field(default="", max_length=64)
 
 
 class _Inventory:
@@ -125,9 +133,11 @@ class _Inventory:
         usage: dict[str, tuple[int, int, int]] | None = None,
         links: Iterable[GpuLink] = (),
         mig_profiles: Mapping[str, tuple[MigProfile, ...]] | None = None,
+        details: Mapping[str, GpuDetails] | None = None,
     ) -> None:
         self.gpus = gpus
         self.mig_profiles = dict(mig_profiles or {})
+        self.details = dict(details or {})
         self.unhealthy = unhealthy
         self.usage = usage or {}
         self.links = {(link.source, link.target): link for link in links}
@@ -158,6 +168,7 @@ class FakeGpus:
         self._usage: dict[str, tuple[int, int, int]] = {}
         self._links: dict[tuple[str, str], GpuLink] = {}
         self._mig_profiles: dict[str, tuple[MigProfile, ...]] = {}
+        self._details: dict[str, GpuDetails] = {}
         self._mig_instances: list[MigInstance] = []
         self._next_instance_id = 1
         self._healthy: dict[str, bool] = {}
@@ -234,6 +245,12 @@ class FakeGpus:
                 for b in self._gpus
                 if a.uuid != b.uuid
             ]
+
+    def gpu_details(self) -> dict[str, GpuDetails]:
+        """GpuDetailsPort: what the file says of each GPU (empty details where it says none)."""
+        with self._cond:
+            self._refresh()
+            return {g.uuid: self._details.get(g.uuid, GpuDetails()) for g in self._gpus}
 
     # MigPort ----------------------------------------------------------------------------------
     def mig_profiles(self) -> dict[str, tuple[MigProfile, ...]]:
@@ -344,6 +361,7 @@ class FakeGpus:
         self._usage = inventory.usage
         self._links = inventory.links
         self._mig_profiles = inventory.mig_profiles
+        self._details = inventory.details
         for gpu in inventory.gpus:
             self._healthy.setdefault(gpu.uuid, True)
             reason = inventory.unhealthy.get(gpu.uuid)
@@ -433,7 +451,14 @@ def _inventory(parsed: _GpuFile, path: Path) -> _Inventory:
     profiles = {
         e.uuid: tuple(p.profile() for p in e.mig_profiles) for e in parsed.gpus if e.mig_profiles
     }
-    return _Inventory(gpus, unhealthy, usage, _links(parsed.links, uuids, path), profiles)
+    details = {
+        e.uuid: GpuDetails(
+            e.architecture, e.pci_bus_id, parsed.driver_version, parsed.cuda_driver_version
+        )
+        for e in parsed.gpus
+    }
+    links = _links(parsed.links, uuids, path)
+    return _Inventory(gpus, unhealthy, usage, links, profiles, details)
 
 
 _PCIE = {

@@ -1,15 +1,12 @@
-"""The served record as a JSON file on the host, replaced atomically on every change.
-
-A save writes `<file>.tmp` in the same directory, fsyncs it, renames it over the file and
-fsyncs the directory: after a crash or a power cut the file holds the old record or the new
-one, never a mix, and never nothing once something was saved.
+"""The served record as a JSON file on the host, replaced atomically on every change
+(`vgpu.adapters.hostfile.atomic`): after a crash or a power cut the file holds the old record or
+the new one, never a mix, and never nothing once something was saved.
 """
 
-import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from vgpu.adapters.hostfile.atomic import replace_file, set_aside, why
 from vgpu.domain.trust import (
     ServedGrant,
     ServedRecordError,
@@ -26,7 +23,6 @@ class JsonServedRecord:
     the first save when missing."""
 
     def __init__(self, state_dir: Path, name: str = FILE_NAME) -> None:
-        self._dir = state_dir
         self._path = state_dir / name
 
     @property
@@ -41,7 +37,7 @@ class JsonServedRecord:
         except UnicodeDecodeError as exc:
             raise RecordCorrupt(f"served record {self._path} is not UTF-8 text: {exc}") from None
         except OSError as exc:
-            raise RecordError(f"cannot read served record {self._path}: {_why(exc)}") from None
+            raise RecordError(f"cannot read served record {self._path}: {why(exc)}") from None
         try:
             return decode_served_record(text)[1]
         except ServedRecordError as exc:
@@ -49,37 +45,16 @@ class JsonServedRecord:
 
     def save(self, node: str, grants: Sequence[ServedGrant]) -> None:
         data = encode_served_record(node, grants).encode()
-        temporary = self._path.with_name(self._path.name + ".tmp")
         try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            with temporary.open("wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, self._path)
-            _sync_directory(self._dir)
+            replace_file(self._path, data)
         except OSError as exc:
-            raise RecordError(f"cannot write served record {self._path}: {_why(exc)}") from None
+            raise RecordError(f"cannot write served record {self._path}: {why(exc)}") from None
 
     def set_aside(self) -> str:
-        aside = self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
         try:
-            os.replace(self._path, aside)
-            _sync_directory(self._dir)
+            return str(set_aside(self._path))
         except OSError as exc:
             raise RecordError(
-                f"cannot move corrupt served record {self._path} aside: {_why(exc)}"
+                f"cannot move corrupt served record {self._path} aside: {why(exc)}"
             ) from None
-        return str(aside)
 
-
-def _sync_directory(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)

@@ -2,7 +2,6 @@
 
 import logging
 import os
-import stat
 from concurrent import futures
 from pathlib import Path
 
@@ -12,13 +11,18 @@ from vgpu.adapters.kubelet import convert
 from vgpu.adapters.kubelet.generated import api_pb2 as pb
 from vgpu.adapters.kubelet.generated import api_pb2_grpc as pb_grpc
 from vgpu.adapters.kubelet.servicer import DevicePluginServicer
+from vgpu.adapters.unix_sockets import (
+    MAX_SOCKET_PATH,
+    FileId,
+    file_id,
+    remove_stale_socket,
+    too_long,
+)
 from vgpu.ports.kubelet import API_VERSION, DevicePluginHandler, KubeletError, PluginOptions
 
 log = logging.getLogger(__name__)
 
 KUBELET_SOCKET = "kubelet.sock"
-_MAX_SOCKET_PATH = 107  # sun_path is 108 bytes on Linux, one for the terminating NUL
-_FileId = tuple[int, int, int]  # device, inode, ctime: a re-created file differs in one
 
 
 class KubeletPlugin:
@@ -43,8 +47,8 @@ class KubeletPlugin:
         self._timeout = register_timeout_s
         self._workers = workers
         self._server: grpc.Server | None = None
-        self._served_id: _FileId | None = None
-        self._kubelet_id: _FileId | None = None
+        self._served_id: FileId | None = None
+        self._kubelet_id: FileId | None = None
 
     @property
     def socket_path(self) -> str:
@@ -57,8 +61,8 @@ class KubeletPlugin:
     def serve(self, handler: DevicePluginHandler) -> None:
         self.stop()
         path = self.socket_path
-        if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
-            raise KubeletError(f"socket path {path} is longer than {_MAX_SOCKET_PATH} bytes")
+        if too_long(path):
+            raise KubeletError(f"socket path {path} is longer than {MAX_SOCKET_PATH} bytes")
         if not self._dir.is_dir():
             raise KubeletError(
                 f"device-plugin directory {self._dir} does not exist "
@@ -74,12 +78,12 @@ class KubeletPlugin:
             raise KubeletError(f"cannot listen on {path}: {exc}") from exc
         server.start()
         self._server = server
-        self._served_id = _file_id(path)
+        self._served_id = file_id(path)
         log.info("serving the device plugin on %s", path)
 
     def register(self, resource_name: str, options: PluginOptions) -> None:
         kubelet = self.kubelet_socket
-        identity = _file_id(kubelet)
+        identity = file_id(kubelet)
         if identity is None:
             raise KubeletError(
                 f"kubelet socket {kubelet} does not exist (is the kubelet running, and is "
@@ -112,11 +116,11 @@ class KubeletPlugin:
         )
 
     def kubelet_restarted(self) -> bool:
-        if self._server is not None and _file_id(self.socket_path) != self._served_id:
+        if self._server is not None and file_id(self.socket_path) != self._served_id:
             return True
         if self._kubelet_id is None:
             return False
-        current = _file_id(self.kubelet_socket)
+        current = file_id(self.kubelet_socket)
         return current is not None and current != self._kubelet_id
 
     def stop(self) -> None:
@@ -125,26 +129,15 @@ class KubeletPlugin:
             return
         server.stop(grace=0.5).wait()
         # Remove only our own socket: after a kubelet restart the path may be gone already.
-        if _file_id(self.socket_path) == self._served_id:
+        if file_id(self.socket_path) == self._served_id:
             _remove_socket(self.socket_path)
         self._served_id = None
         self._kubelet_id = None
         log.info("stopped serving on %s", self.socket_path)
 
 
-def _file_id(path: str) -> _FileId | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_ctime_ns)
-
-
 def _remove_socket(path: str) -> None:
     try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(mode):
-        raise KubeletError(f"{path} exists and is not a socket; refusing to replace it")
-    os.unlink(path)
+        remove_stale_socket(path)
+    except FileExistsError as exc:
+        raise KubeletError(str(exc)) from None

@@ -73,6 +73,9 @@ class KubeApi:
     def put(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._json("PUT", path, body=body)
 
+    def delete(self, path: str) -> dict[str, Any]:
+        return self._json("DELETE", path)
+
     def merge_patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """RFC 7386 merge patch: maps merge, `None` deletes a key."""
         return self._json("PATCH", path, body=body, content_type=MERGE_PATCH)

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from vgpu.adapters.nvml.details import read_details
 from vgpu.adapters.nvml.errors import init_failure, no_gpu
 from vgpu.adapters.nvml.health import XidWatcher
 from vgpu.adapters.nvml.library import load_pynvml, text
@@ -17,7 +18,7 @@ from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
 from vgpu.domain.mig import MigCapability, MigInstance, MigPlacement, MigProfile
 from vgpu.domain.topology import GpuLink
-from vgpu.ports.gpu import GpuUnavailable, GpuUsage, MigError
+from vgpu.ports.gpu import GpuDetails, GpuUnavailable, GpuUsage, MigError
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,16 @@ class NvmlGpus:
                 return read_links(self._nvml, gpus)
             except TopologyError as err:
                 raise GpuUnavailable(str(err)) from err
+
+    def gpu_details(self) -> dict[str, GpuDetails]:
+        """Architecture, PCI bus id and driver versions of every discovered GPU, by uuid
+        (GpuDetailsPort); discovers the GPUs first if needed."""
+        gpus = self._known()
+        with self._lock:
+            return {
+                uuid: read_details(self._nvml, handle, index)
+                for index, (uuid, handle) in enumerate(gpus)
+            }
 
     def mig_capabilities(self) -> dict[str, MigCapability]:
         """Each discovered GPU's MIG support, mode and (when on) profiles, by uuid.

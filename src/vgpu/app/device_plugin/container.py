@@ -2,7 +2,6 @@
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
@@ -36,7 +35,7 @@ from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.app.fake_mode import fake_grant_keys
-from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
+from vgpu.app.node_agent import connection_settings, fake_node_cluster, make_gpu_port
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.trust import NamedSchedulers, Signatures
 from vgpu.domain.vendor import Vendor
@@ -45,18 +44,7 @@ from vgpu.ports.gpu import GpuPort, MigPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.kubelet import PluginOptions
 
-if TYPE_CHECKING:
-    from vgpu.adapters.kubernetes import ConnectionSettings
-
 log = logging.getLogger(__name__)
-
-
-def _connection(config: DevicePluginConfig) -> "ConnectionSettings":
-    from vgpu.adapters.kubernetes import ConnectionSettings
-
-    return ConnectionSettings(
-        kubeconfig=str(config.kubeconfig) if config.kubeconfig is not None else None
-    )
 
 
 def make_cluster(config: DevicePluginConfig, vendor: Vendor) -> ClusterPort:
@@ -68,7 +56,7 @@ def make_cluster(config: DevicePluginConfig, vendor: Vendor) -> ClusterPort:
     from vgpu.adapters.kubernetes import KubernetesCluster
 
     cluster = KubernetesCluster.connect(
-        _connection(config),
+        connection_settings(config),
         component="vgpu-device-plugin",
         pod_field_selector=f"spec.nodeName={config.node_name}",
         node_field_selector=f"metadata.name={config.node_name}",
@@ -91,7 +79,7 @@ def make_grant_keys(
 
     signing = config.signing
     return SecretGrantKeys(
-        new_api_client(_connection(config)), signing.secret_namespace, signing.secret_name
+        new_api_client(connection_settings(config)), signing.secret_namespace, signing.secret_name
     )
 
 

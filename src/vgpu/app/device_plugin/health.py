@@ -1,17 +1,26 @@
-"""Feeds GPU health events from the GpuPort into the GPU state."""
+"""Feeds GPU health events from the GpuPort into the GPU state (the device plugin's, or the
+DRA driver's)."""
 
 import logging
 import threading
+from collections.abc import Iterable
+from typing import Protocol
 
-from vgpu.app.device_plugin.gpustate import GpuState
+from vgpu.domain.inventory import HealthEvent
 from vgpu.ports.gpu import GpuPort
 
 log = logging.getLogger(__name__)
 
 
+class HealthSink(Protocol):
+    def apply(self, events: Iterable[HealthEvent]) -> bool:
+        """Record health changes; True when anything changed."""
+        ...
+
+
 class HealthWatcher:
     def __init__(
-        self, port: GpuPort, gpus: GpuState, poll_s: float = 1.0, retry_s: float = 5.0
+        self, port: GpuPort, gpus: HealthSink, poll_s: float = 1.0, retry_s: float = 5.0
     ) -> None:
         self._port = port
         self._gpus = gpus

@@ -26,11 +26,29 @@ and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_v
 `gpu_device_class` (with `EXTENDED_RESOURCE`), and `gpu_share` / `GpuShare` to read what an
 allocation result consumes. `plan_claim` (`from_plan.py`) writes a pod's `nvidia.com/gpu*`
 request as a claim.
+
+What `vgpu dra-driver` decides on its node: `slice_problems` (the API server's rules for a
+ResourceSlice, `slice_rules.py`); `node_device` (a GPU's device with the node's own attributes,
+`STANDARD_PCI_BUS_ID`); `claim_shares` gives a claim's `DeviceShare`s on the node or
+`ClaimRefused` (`limits.py`); `claim_spec` its CDI spec (`ClaimSpec`, `HamiCoreSetup`,
+`cdi_device_name`, `CDI_KIND`, `NVIDIA_CDI_KIND`; `cdi.py`); `claims_beside` the claims a
+container uses beside one (`pod_claims.py`); `over_capacity`, `shares_footprint`, `GpuHolder`,
+`device_plugin_holders` (the node's own count, `node_ledger.py`); and the record of prepared
+claims, `PreparedClaim`, `encode_prepared_record`, `decode_prepared_record`,
+`PreparedRecordError`, `consumer_json` (`prepared_record.py`).
 """
 
 from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
 from vgpu.domain.dra.allocator import Allocator, ShareIds, allocate, stable_share_id
 from vgpu.domain.dra.capacity import CapacityError, consumed_quantity
+from vgpu.domain.dra.cdi import (
+    CDI_KIND,
+    NVIDIA_CDI_KIND,
+    ClaimSpec,
+    HamiCoreSetup,
+    cdi_device_name,
+    claim_spec,
+)
 from vgpu.domain.dra.cel import DeviceView, Selector, SelectorError, compile_selector
 from vgpu.domain.dra.explain import (
     ClaimNodeVerdict,
@@ -53,6 +71,7 @@ from vgpu.domain.dra.gpu import (
     gpu_share,
     node_slice,
 )
+from vgpu.domain.dra.limits import ClaimRefused, DeviceShare, claim_shares
 from vgpu.domain.dra.model import (
     AllocationMode,
     AllocationResult,
@@ -73,6 +92,13 @@ from vgpu.domain.dra.model import (
     ValidRange,
     Version,
 )
+from vgpu.domain.dra.node_devices import STANDARD_PCI_BUS_ID, node_device
+from vgpu.domain.dra.node_ledger import (
+    GpuHolder,
+    device_plugin_holders,
+    over_capacity,
+    shares_footprint,
+)
 from vgpu.domain.dra.outcome import (
     Allocation,
     AllocationOutcome,
@@ -80,7 +106,16 @@ from vgpu.domain.dra.outcome import (
     DeviceProblem,
     DeviceVerdict,
 )
+from vgpu.domain.dra.pod_claims import claims_beside
+from vgpu.domain.dra.prepared_record import (
+    PreparedClaim,
+    PreparedRecordError,
+    consumer_json,
+    decode_prepared_record,
+    encode_prepared_record,
+)
 from vgpu.domain.dra.read import parse_device_class, parse_resource_claim, parse_resource_slice
+from vgpu.domain.dra.slice_rules import slice_problems
 from vgpu.domain.dra.write import (
     allocation_json,
     device_class_json,
@@ -92,10 +127,13 @@ from vgpu.domain.dra.write import (
 from vgpu.domain.errors import DraError
 
 __all__ = [
+    "CDI_KIND",
     "CORES",
     "DEFAULT_DRIVER",
     "EXTENDED_RESOURCE",
     "MEMORY",
+    "NVIDIA_CDI_KIND",
+    "STANDARD_PCI_BUS_ID",
     "AllocatedDevices",
     "Allocation",
     "AllocationMode",
@@ -106,6 +144,8 @@ __all__ = [
     "CannotAllocate",
     "CapacityError",
     "ClaimNodeVerdict",
+    "ClaimRefused",
+    "ClaimSpec",
     "ClaimSuggestion",
     "ClaimsExplanation",
     "ConsumerReference",
@@ -117,13 +157,18 @@ __all__ = [
     "DeviceProblem",
     "DeviceRequest",
     "DeviceRequestAllocationResult",
+    "DeviceShare",
     "DeviceSubRequest",
     "DeviceVerdict",
     "DeviceView",
     "DraError",
     "ExactDeviceRequest",
     "GpuCard",
+    "GpuHolder",
     "GpuShare",
+    "HamiCoreSetup",
+    "PreparedClaim",
+    "PreparedRecordError",
     "RequestPolicy",
     "ResourceClaim",
     "ResourcePool",
@@ -135,17 +180,27 @@ __all__ = [
     "Version",
     "allocate",
     "allocation_json",
+    "cdi_device_name",
+    "claim_shares",
+    "claim_spec",
+    "claims_beside",
     "compile_selector",
     "consumed_quantity",
+    "consumer_json",
+    "decode_prepared_record",
     "device_class_json",
     "device_json",
+    "device_plugin_holders",
     "driver_version",
+    "encode_prepared_record",
     "explain_claims",
     "gpu_device",
     "gpu_device_class",
     "gpu_device_name",
     "gpu_share",
+    "node_device",
     "node_slice",
+    "over_capacity",
     "parse_device_class",
     "parse_resource_claim",
     "parse_resource_slice",
@@ -153,5 +208,7 @@ __all__ = [
     "quantity_text",
     "resource_claim_json",
     "resource_slice_json",
+    "shares_footprint",
+    "slice_problems",
     "stable_share_id",
 ]

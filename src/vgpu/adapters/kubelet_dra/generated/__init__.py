@@ -1,0 +1,1 @@
+"""Protobuf and gRPC stubs for the kubelet's DRA plugin, registration and health APIs."""
