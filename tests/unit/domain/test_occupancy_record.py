@@ -50,6 +50,28 @@ def test_the_same_entries_always_give_the_same_text() -> None:
     assert '"overflow"' not in encode_occupancy_record({"ua": A})  # only when a pod is in it
 
 
+@given(
+    st.dictionaries(st.text(min_size=1), st.tuples(st.text(min_size=1), st.text(), st.text())),
+    st.dictionaries(st.text(min_size=1), st.text(min_size=1)),
+)
+def test_the_text_is_json_with_sorted_keys_and_no_spaces(
+    pods: dict[str, tuple[str, str, str]], overflow: dict[str, str]
+) -> None:
+    entries = {uid: OccupancyEntry(pod, "1750000000", allocated, mig) for uid, (pod, allocated, mig) in pods.items()}
+    document: dict[str, object] = {
+        "v": 2,
+        "pods": {
+            uid: {"pod": e.pod, "allocated": e.allocated, "time": 1750000000}
+            | ({"mig": e.mig_reservations} if e.mig_reservations else {})
+            for uid, e in entries.items()
+        },
+    }
+    if overflow:
+        document["overflow"] = overflow
+    expected = json.dumps(document, separators=(",", ":"), sort_keys=True)
+    assert encode_occupancy_record(entries, overflow) == expected
+
+
 def test_no_record_reads_as_empty() -> None:
     assert decode_occupancy_record(None).entries == {} and decode_occupancy_record("").problems == ()
 

@@ -54,22 +54,37 @@ MAX_UID = 128  # Kubernetes writes 36-character UUIDs
 
 @dataclass(frozen=True, slots=True)
 class OccupancyEntry:
-    """One pod's counted grant: its key and the grant's annotations as they were counted."""
+    """One pod's counted grant: its key and the grant's annotations as they were counted.
+
+    `of` and decoding keep `assigned_time` only when the record can (`recordable_time`); an
+    entry made otherwise with another time is written without one."""
 
     pod: str  # namespace/name, for people and logs; the record is keyed by uid
     assigned_time: str  # hami.io/vgpu-time as a whole number of seconds, or ''
     allocated: str  # hami.io/vgpu-devices-allocated, byte for byte
     mig_reservations: str = ""  # hami.io/vgpu-mig-allocations as signed (no runtime fields)
+    _text: str = field(default="", init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: str, claim: GrantClaim) -> "OccupancyEntry":
-        """The entry of a counted grant: its time only if it is one (`recordable_time`)."""
         time = recordable_time(claim.assigned_time)
         return cls(pod, time, claim.allocated, claim.mig_reservations)
 
     def claim(self, uid: str, node: str) -> GrantClaim:
         """The grant this entry records, as a claim of pod `uid` on `node`."""
         return GrantClaim(uid, node, self.assigned_time, self.allocated, self.mig_reservations)
+
+    @property
+    def text(self) -> str:
+        """The entry's JSON in the record (made once: a bind re-encodes every entry)."""
+        if not self._text:
+            out: dict[str, Any] = {"pod": self.pod, "allocated": self.allocated}
+            if recordable_time(self.assigned_time):
+                out["time"] = int(self.assigned_time)
+            if self.mig_reservations:
+                out["mig"] = self.mig_reservations
+            object.__setattr__(self, "_text", _compact(out))
+        return self._text
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +115,8 @@ class OccupancyRecordChange:
 def recordable_time(text: str) -> str:
     """`hami.io/vgpu-time` as the record keeps it: the text when it is a whole number of
     seconds written as HAMi and vgpu write it (0..int64, no sign or leading zero), else ''."""
+    if text.isascii() and text.isdigit() and len(text) < 19 and text[0] != "0":
+        return text  # the usual case, quickly: any 18 digits are within int64
     try:
         seconds = whole_number(text, 0, INT64[1])
     except ValueError:
@@ -110,13 +127,11 @@ def recordable_time(text: str) -> str:
 def encode_occupancy_record(
     entries: Mapping[str, OccupancyEntry], overflow: Mapping[str, str] | None = None
 ) -> str:
-    document: dict[str, Any] = {
-        "v": RECORD_VERSION,
-        "pods": {uid: _entry_json(entry) for uid, entry in entries.items()},
-    }
-    if overflow:
-        document["overflow"] = dict(overflow)
-    return _compact(document)
+    """The record's text: `json.dumps` of it with sorted keys and no spaces, joined from each
+    entry's own text."""
+    pods = ",".join(f"{_compact(uid)}:{entries[uid].text}" for uid in sorted(entries))
+    named = f'"overflow":{_compact(dict(overflow))},' if overflow else ""
+    return f'{{{named}"pods":{{{pods}}},"v":{RECORD_VERSION}}}'
 
 
 def decode_occupancy_record(text: str | None) -> OccupancyRecord:
@@ -216,13 +231,16 @@ def _make_room(
     return tuple(dropped)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)  # one, not one per call
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value)
 
 
 def _entry_bytes(uid: str, entry: OccupancyEntry) -> int:
     """The length of `"<uid>":{...}` in the record's text."""
-    return len(_compact(uid)) + 1 + len(_compact(_entry_json(entry)))
+    return len(_compact(uid)) + 1 + len(entry.text)
 
 
 def _name_bytes(uid: str, pod: str) -> int:
@@ -239,16 +257,6 @@ def _record_bytes(entry_bytes: int, entries: int, name_bytes: int, names: int) -
     if names:
         length += _OVERFLOW_KEY + name_bytes + names - 1
     return length
-
-
-def _entry_json(entry: OccupancyEntry) -> dict[str, Any]:
-    out: dict[str, Any] = {"pod": entry.pod, "allocated": entry.allocated}
-    time = recordable_time(entry.assigned_time)
-    if time:
-        out["time"] = int(time)
-    if entry.mig_reservations:
-        out["mig"] = entry.mig_reservations
-    return out
 
 
 def _entry(uid: Any, raw: Any) -> tuple[OccupancyEntry | None, str]:
