@@ -51,6 +51,13 @@ class Handler:
         return None
 
 
+def registered(plugin: KubeletPlugin, kubelet: FakeKubelet) -> None:
+    """The kubelet runs, and the plugin serves `Handler` and has registered with it."""
+    kubelet.start()
+    plugin.serve(Handler())
+    plugin.register("example.com/gpu", OPTIONS)
+
+
 @pytest.fixture()
 def plugin_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="vgpu-kp-", dir="/tmp"))
@@ -75,9 +82,7 @@ def plugin(plugin_dir: Path) -> Iterator[KubeletPlugin]:
 def test_serve_then_register_lets_the_kubelet_call_in(
     plugin: KubeletPlugin, kubelet: FakeKubelet
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
 
     (registration,) = kubelet.registrations
     assert (registration.version, registration.endpoint, registration.resource_name) == (
@@ -95,9 +100,7 @@ def test_serve_then_register_lets_the_kubelet_call_in(
 def test_a_refusal_reaches_the_kubelet_as_failed_precondition(
     plugin: KubeletPlugin, kubelet: FakeKubelet
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
     kubelet.admit("uid-a", ["main"])
 
     with pytest.raises(grpc.RpcError) as err:
@@ -146,9 +149,7 @@ def test_a_refused_registration_names_the_socket_and_the_reason(
 def test_a_recreated_kubelet_socket_or_a_removed_plugin_socket_means_restart(
     plugin: KubeletPlugin, kubelet: FakeKubelet, plugin_dir: Path
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
     assert not plugin.kubelet_restarted()
 
     kubelet.stop()
@@ -192,9 +193,7 @@ def test_serve_in_a_missing_directory_says_which(tmp_path: Path) -> None:
 def test_the_kubelet_keeps_each_allocation_in_its_checkpoint_as_the_plugin_reads_it(
     plugin: KubeletPlugin, kubelet: FakeKubelet, plugin_dir: Path
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
     assert kubelet.wait_for(lambda: bool(kubelet.device_lists))
     kubelet.admit("uid-a", ["init", "main"])
 

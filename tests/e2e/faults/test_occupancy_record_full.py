@@ -11,8 +11,8 @@ import uuid
 from typing import Any
 
 from tests.e2e.faults.cluster import FaultCluster, LockReleaser, pods_path
+from tests.e2e.faults.test_served import running
 from tests.e2e.faults.test_tenant_proof import placed, record, run, tenant_edit
-from tests.e2e.k8s_emulator import pod_manifest
 from tests.e2e.scheduler.harness import wait_until
 from tests.record_filler import TIME, filler_item_bytes, phantom_grant
 
@@ -25,17 +25,7 @@ def bound_by_the_tenant(
 ) -> dict[str, Any]:
     """A running pod the tenant bound to n1 itself, with grant annotations it wrote."""
     notes = {"hami.io/vgpu-node": "n1", "hami.io/vgpu-time": time, ALLOCATED: allocated}
-    manifest = pod_manifest(
-        "default",
-        name,
-        limits={"nvidia.com/gpu": 1},
-        annotations=notes,
-        node_name="n1",
-        phase="Running",
-    )
-    if uid:
-        manifest["metadata"]["uid"] = uid
-    return faults.api.create(pods_path(), manifest)
+    return faults.api.create(pods_path(), running(name, uid or str(uuid.uuid4()), **notes))
 
 
 def recorded_uids(faults: FaultCluster) -> set[str]:
