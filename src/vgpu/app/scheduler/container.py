@@ -251,7 +251,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     pod_writer = providers.Singleton(PodWriter, backend.provided.port, vendor, fence)
     revoker = providers.Singleton(Revoker, pod_writer, vendor)
     events = providers.Singleton(EventQueue, backend.provided.port, leader_check)
-    book = providers.Singleton(OccupancyBook)
+    book = providers.Singleton(OccupancyBook, state)
     late_grants = providers.Singleton(LateGrants, revoker, events, fence)
     follower = providers.Singleton(
         ClusterFollower, state, vendor, memory_factor, clock, trust, book, late_grants
