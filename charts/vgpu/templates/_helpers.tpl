@@ -175,6 +175,16 @@ fields, snake_case: memoryPercent -> memory_percent), in JSON */}}
 {{- regexReplaceAll "^.*:" (toString .Values.scheduler.metricsBindAddress) "" -}}
 {{- end -}}
 
+{{/* a ServiceMonitor endpoint's lines for secure metrics: HTTPS (a self-signed certificate)
+with Prometheus's own service account token, which metrics.secure.readers must name */}}
+{{- define "vgpu.secureScrape" -}}
+{{- if .Values.metrics.secure.enabled -}}
+scheme: https
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+tlsConfig: {insecureSkipVerify: true}
+{{- end -}}
+{{- end -}}
+
 {{/* ServiceMonitors asked for (HAMi's prometheus.enabled or serviceMonitor.enabled) */}}
 {{- define "vgpu.serviceMonitorsWanted" -}}
 {{- if or .Values.prometheus.enabled .Values.serviceMonitor.enabled -}}true{{- end -}}

@@ -1,0 +1,124 @@
+"""Who can read /metrics, in the chart: secure metrics (HTTPS, TokenReview, SubjectAccessReview)
+and the NetworkPolicy, each off by default and complete when on."""
+
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.deploy.render import (
+    HAMI_VALUES,
+    containers,
+    helm,
+    one,
+    render_errors,
+    template,
+    template_args,
+)
+from vgpu.app.cli import parse
+from vgpu.app.scheduler.config import load_config
+
+MONITORING = ("monitoring.coreos.com/v1",)
+SECURE = (
+    "metrics.secure.enabled=true",
+    "metrics.secure.readers[0].kind=ServiceAccount",
+    "metrics.secure.readers[0].name=prometheus-k8s",
+    "metrics.secure.readers[0].namespace=monitoring",
+    "serviceMonitor.enabled=true",
+)
+FENCED = (
+    "metrics.networkPolicy.enabled=true",
+    "metrics.networkPolicy.from[0].namespaceSelector.matchLabels.team=observability",
+)
+
+
+def _named(objects: list[dict[str, Any]], kind: str) -> set[str]:
+    return {o["metadata"]["name"] for o in objects if o["kind"] == kind}
+
+
+def test_by_default_metrics_are_plain_and_nothing_about_them_is_rendered() -> None:
+    objects = template(HAMI_VALUES, api_versions=MONITORING)
+
+    assert not _named(objects, "NetworkPolicy")
+    assert not {n for n in _named(objects, "ClusterRole") if "metrics" in n}
+    monitor = containers(one(objects, "DaemonSet"))["vgpu-monitor"]
+    assert "--secure-metrics" not in monitor["args"]
+    assert monitor["readinessProbe"]["httpGet"]["scheme"] == "HTTP"
+
+
+def test_secure_metrics_reach_both_listeners_their_scrapers_and_rbac(tmp_path: Path) -> None:
+    objects = template(set_values=SECURE, api_versions=MONITORING)
+
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["scheduler.yaml"])
+    secure = load_config(path, env={}).metrics.secure
+    assert (secure.enabled, str(secure.cert_dir)) == (True, "/metrics-tls")
+    scheduler = containers(one(objects, "Deployment"))["vgpu"]
+    assert {"name": "metrics-tls", "mountPath": "/metrics-tls"} in scheduler["volumeMounts"]
+
+    plugin = one(objects, "DaemonSet")
+    monitor = containers(plugin)["vgpu-monitor"]
+    assert getattr(parse(monitor["args"]), "secure_metrics.enabled") is True
+    assert {"name": "VGPU_SECURE_METRICS__CERT_DIR", "value": "/metrics-tls"} in monitor["env"]
+    assert {"name": "metrics-tls", "mountPath": "/metrics-tls"} in monitor["volumeMounts"]
+    assert monitor["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    volumes = {v["name"]: v for v in plugin["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["metrics-tls"]["emptyDir"]["medium"] == "Memory"
+
+    for name in ("vgpu-scheduler", "vgpu-device-plugin-monitor"):
+        endpoint = one(objects, "ServiceMonitor", name)["spec"]["endpoints"][0]
+        assert endpoint["scheme"] == "https"
+        assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+    auth = one(objects, "ClusterRole", "vgpu-metrics-auth")
+    assert {(r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in auth["rules"]} == {
+        ("authentication.k8s.io", "tokenreviews", ("create",)),
+        ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
+    }
+    bound = one(objects, "ClusterRoleBinding", "vgpu-metrics-auth")["subjects"]
+    assert {s["name"] for s in bound} == {"vgpu-scheduler", "vgpu-device-plugin"}
+    reader = one(objects, "ClusterRole", "vgpu-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    readers = one(objects, "ClusterRoleBinding", "vgpu-metrics-reader")
+    assert readers["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+    ]
+    assert render_errors(set_values=SECURE) == []
+
+
+def test_the_network_policy_admits_the_metrics_ports_only_from_the_peers_named() -> None:
+    objects = template(set_values=FENCED)
+    peers = [{"namespaceSelector": {"matchLabels": {"team": "observability"}}}]
+
+    scheduler = one(objects, "NetworkPolicy", "vgpu-scheduler-metrics")["spec"]
+    assert scheduler["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "scheduler"
+    assert scheduler["policyTypes"] == ["Ingress"]
+    assert scheduler["ingress"] == [
+        {"from": peers, "ports": [{"port": "metrics", "protocol": "TCP"}]},
+        {"ports": [{"port": "webhook", "protocol": "TCP"}]},  # the API server: from anywhere
+    ]
+    plugin = one(objects, "NetworkPolicy", "vgpu-device-plugin-metrics")["spec"]
+    assert plugin["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "device-plugin"
+    assert plugin["ingress"] == [
+        {"from": peers, "ports": [{"port": "monitorport", "protocol": "TCP"}]}
+    ]
+    ports = {
+        p["name"]
+        for owner in (one(objects, "Deployment"), one(objects, "DaemonSet"))
+        for c in containers(owner).values()
+        for p in c.get("ports", [])
+    }
+    assert {"metrics", "webhook", "monitorport"} <= ports  # the names the policies use
+    assert render_errors(set_values=FENCED) == []
+
+
+def test_a_network_policy_that_would_admit_no_scraper_is_refused_with_the_reason() -> None:
+    result = helm(*template_args(set_values=("metrics.networkPolicy.enabled=true",)))
+
+    assert result.returncode != 0
+    assert "metrics.networkPolicy.from is empty: no scraper could reach /metrics" in result.stderr
+
+
+def test_an_unknown_key_under_metrics_is_refused() -> None:
+    result = helm(*template_args(set_values=("metrics.secure.enable=true",)))
+
+    assert result.returncode != 0
+    assert "enable" in result.stderr
