@@ -8,6 +8,7 @@ from tests.e2e.deploy.render import (
     HAMI_VALUES,
     containers,
     helm,
+    notes,
     one,
     render_errors,
     template,
@@ -122,3 +123,20 @@ def test_an_unknown_key_under_metrics_is_refused() -> None:
 
     assert result.returncode != 0
     assert "enable" in result.stderr
+
+
+def test_the_notes_say_whom_to_bind_when_no_reader_is_named(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("metrics:\n  secure:\n    enabled: true\n")
+    named = tmp_path / "named.yaml"
+    named.write_text(
+        "metrics:\n  secure:\n    enabled: true\n    readers:\n"
+        "      - {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}\n"
+    )
+
+    assert "Bind your Prometheus's service account to the ClusterRole\nvgpu-metrics-reader" in (
+        notes(values)
+    )
+    assert "Secure metrics are on" in notes(named)
+    assert "Bind your Prometheus" not in notes(named)
+    assert "Secure metrics" not in notes()
