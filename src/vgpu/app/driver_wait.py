@@ -40,13 +40,15 @@ class DriverWait(Generic[T]):
         self._retry_max = retry_max
         self._on_wait = on_wait
         self._clock = clock
+        self._reason = ""  # the last reason logged
+        self._logged_at = 0.0
 
     def wait(self, stop: threading.Event) -> T | None:
         """What the probe returned once it worked; None when `stop` was set first. Raises the
         probe's GpuUnavailable at once when `timeout` is 0, else once it has passed."""
         started = self._clock()
         delay = FIRST_RETRY
-        reason, logged_at = "", started
+        self._reason, self._logged_at = "", started
         while True:
             try:
                 found = self._probe()
@@ -54,34 +56,37 @@ class DriverWait(Generic[T]):
                 waited = self._clock() - started
                 left = self._timeout - waited
                 if left <= 0:
-                    if self._timeout > 0:
-                        log.error(
-                            "gave up waiting for the NVIDIA driver after %.0f s (driver_wait): "
-                            "exiting, so that the kubelet starts a fresh container, into which "
-                            "the NVIDIA runtime mounts the driver's libraries",
-                            waited,
-                        )
+                    self._give_up(waited)
                     raise
-                pause = min(delay, left)
-                if str(exc) != reason:
-                    reason, logged_at = str(exc), self._clock()
-                    log.warning(
-                        "waiting for the NVIDIA driver (up to %.0f s, driver_wait): %s",
-                        self._timeout,
-                        reason,
-                    )
-                elif self._clock() - logged_at >= LOG_EVERY:
-                    logged_at = self._clock()
-                    log.warning(
-                        "still waiting for the NVIDIA driver after %.0f s: %s", waited, reason
-                    )
-                self._on_wait(f"waiting for the NVIDIA driver: {reason}")
-                if stop.wait(pause):
+                self._report(str(exc), waited)
+                if stop.wait(min(delay, left)):
                     return None
                 delay = min(delay * 2, self._retry_max)
                 continue
-            if reason:
-                log.info(
-                    "the NVIDIA driver answered after %.0f s", self._clock() - started
-                )
+            if self._reason:
+                log.info("the NVIDIA driver answered after %.0f s", self._clock() - started)
             return found
+
+    def _report(self, reason: str, waited: float) -> None:
+        """Readiness always; the log on a new reason, and at most once a minute otherwise."""
+        self._on_wait(f"waiting for the NVIDIA driver: {reason}")
+        now = self._clock()
+        if reason != self._reason:
+            self._reason, self._logged_at = reason, now
+            log.warning(
+                "waiting for the NVIDIA driver (up to %.0f s, driver_wait): %s",
+                self._timeout,
+                reason,
+            )
+        elif now - self._logged_at >= LOG_EVERY:
+            self._logged_at = now
+            log.warning("still waiting for the NVIDIA driver after %.0f s: %s", waited, reason)
+
+    def _give_up(self, waited: float) -> None:
+        if self._timeout > 0:
+            log.error(
+                "gave up waiting for the NVIDIA driver after %.0f s (driver_wait): exiting, so "
+                "that the kubelet starts a fresh container, into which the NVIDIA runtime "
+                "mounts the driver's libraries",
+                waited,
+            )

@@ -10,14 +10,14 @@ that calls it.
 
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
 
 from tests.e2e.device_plugin.harness import NODE, SPLIT, PluginEnv
+from tests.e2e.scheduler.harness import wait_until
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.adapters.kubelet import KubeletPlugin
 from vgpu.app.device_plugin.cli import serve
@@ -30,15 +30,6 @@ from vgpu.ports.gpu import GpuUnavailable
 def _get(url: str) -> tuple[int, str]:
     answer = httpx.get(url, timeout=10)
     return answer.status_code, answer.text
-
-
-def _eventually(check: Callable[[], bool], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def test_ready_only_once_registered_with_the_kubelet_and_live_all_along(
@@ -60,7 +51,7 @@ def test_ready_only_once_registered_with_the_kubelet_and_live_all_along(
     plugin_env.kubelet.start()
     assert plugin_env.kubelet.wait_for(lambda: bool(plugin_env.kubelet.registrations))
 
-    assert _eventually(lambda: _get(f"{url}/readyz") == (200, "ok\n"))
+    assert wait_until(lambda: _get(f"{url}/readyz") == (200, "ok\n"))
     assert _get(f"{url}/healthz") == (200, "ok\n")
 
 
@@ -156,19 +147,19 @@ def test_while_waiting_for_the_driver_it_is_live_and_not_ready_saying_why(
     running: Running, plugin_env: PluginEnv
 ) -> None:
     waiting = (503, "waiting for the NVIDIA driver: the NVIDIA kernel driver is not loaded\n")
-    assert _eventually(lambda: running.probe("/readyz") == waiting)
+    assert wait_until(lambda: running.probe("/readyz") == waiting)
     assert running.probe("/healthz") == (200, "ok\n")
     assert not plugin_env.kubelet.registrations
 
     running.gpus.arrive()
 
-    assert _eventually(lambda: running.probe("/readyz") == (200, "ok\n"))
+    assert wait_until(lambda: running.probe("/readyz") == (200, "ok\n"))
     assert plugin_env.kubelet.registrations
 
 
 def test_not_live_once_the_kubelet_session_thread_has_died(running: Running) -> None:
     running.gpus.arrive()
-    assert _eventually(lambda: running.probe("/readyz") == (200, "ok\n"))
+    assert wait_until(lambda: running.probe("/readyz") == (200, "ok\n"))
 
     running.kubelet.kill.set()
 
@@ -177,7 +168,7 @@ def test_not_live_once_the_kubelet_session_thread_has_died(running: Running) -> 
         "the kubelet session thread has stopped: the plugin would not register again after a "
         "kubelet restart\n",
     )
-    assert _eventually(lambda: running.probe("/healthz") == dead)
+    assert wait_until(lambda: running.probe("/healthz") == dead)
     assert running.probe("/readyz") == dead
 
 
@@ -185,15 +176,15 @@ def test_not_live_while_a_session_step_is_stuck_and_live_again_once_it_ends(
     running: Running,
 ) -> None:
     running.gpus.arrive()
-    assert _eventually(lambda: running.probe("/readyz") == (200, "ok\n"))
+    assert wait_until(lambda: running.probe("/readyz") == (200, "ok\n"))
 
     running.kubelet.hang.set()
 
-    assert _eventually(lambda: running.probe("/healthz")[0] == 503)
+    assert wait_until(lambda: running.probe("/healthz")[0] == 503)
     _, why = running.probe("/healthz")
     assert why.startswith("a kubelet session step has been under way for ")
     assert why.endswith(" s (liveness_stall: 1 s)\n")
 
     running.kubelet.hang.clear()
     running.kubelet.released.set()
-    assert _eventually(lambda: running.probe("/healthz") == (200, "ok\n"))
+    assert wait_until(lambda: running.probe("/healthz") == (200, "ok\n"))

@@ -14,6 +14,7 @@ from vgpu.app.node_agent import (
     stop_on_signals,
     wait_for_driver,
 )
+from vgpu.app.plain_http import PlainHttpServer
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 
@@ -100,27 +101,26 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
     metrics port serves from the start; the GPUs are waited for (`driver_wait`) behind it."""
     container = container or MonitorContainer(config=config)
     stop = stop_on_signals(log)
-    try:
-        server = container.server()
-    except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
-        return cannot_start("vgpu monitor", exc)
-    server.start()
-    log.info(
-        "serving metrics on %s%s",
-        server.url,
-        " (bearer tokens allowed to get /metrics only)" if config.secure_metrics.enabled else "",
-    )
-    readiness = container.readiness()
+    server: PlainHttpServer | None = None
     try:
         try:
+            server = container.server()
+            server.start()
+            log.info(
+                "serving metrics on %s%s",
+                server.url,
+                " (bearer tokens allowed to get /metrics only)"
+                if config.secure_metrics.enabled
+                else "",
+            )
             read = container.gpu_port().read_usage
-            cards = wait_for_driver(config, read, stop, readiness.waiting)
+            cards = wait_for_driver(config, read, stop, container.readiness().waiting)
             if cards is None:
                 return 0
             daemon = container.daemon()
         except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
             return cannot_start("vgpu monitor", exc)
-        readiness.ready()
+        container.readiness().ready()
         log.info(
             "node %s: %d GPU(s), reading %s, priority feedback %s",
             config.node_name,
@@ -134,5 +134,6 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
             container.accounting().close()
             container.gpu_port().close()
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return 0
