@@ -18,7 +18,8 @@ COPY image-requirements.txt ./
 RUN /opt/vgpu/bin/pip install --no-deps --requirement image-requirements.txt
 COPY pyproject.toml README.md ./
 COPY src ./src
-# no extras: matplotlib (vgpu[simulate]) only draws `vgpu simulate --report` plots; the build
+# the lock holds vgpu's dependencies with the cluster extra (every process runs from this image),
+# not matplotlib (vgpu[simulate]), which only draws `vgpu simulate --report` plots; the build
 # tools (setuptools, wheel) leave once vgpu is built
 RUN /opt/vgpu/bin/pip install --no-deps --no-build-isolation . \
     && /opt/vgpu/bin/pip uninstall --yes setuptools wheel \

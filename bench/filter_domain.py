@@ -11,7 +11,7 @@ fits nowhere, and the memory the scheduler state takes (tracemalloc).
 One filter call = decide among every node of the cluster + record the grant (vgpu: Ledger.grant
 and QuotaBook.charge; HAMi: addPod). Parsing the pod is the same for all and not timed.
 
-    .venv/bin/python bench/filter_domain.py            # the four sizes of the issue
+    .venv/bin/python bench/filter_domain.py            # four sizes, 50 to 5,000 nodes
     .venv/bin/python bench/filter_domain.py --quick    # two small sizes, a few seconds
 """
 
@@ -28,6 +28,7 @@ from fixture import (
     FULL,
     NAMESPACES,
     QUICK,
+    RESULTS,
     Cluster,
     Size,
     build_cluster,
@@ -307,18 +308,22 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> str:
     return "\n".join(lines)
 
 
+def output_file(given: Path | None, quick: bool) -> Path:
+    """`--out`, or the default under the ignored out/bench/ (bench/results/ holds the committed
+    figures docs/benchmarks.md cites, which a run must not overwrite)."""
+    return given or RESULTS / ("filter_domain-quick.json" if quick else "filter_domain.json")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="two small sizes only")
     parser.add_argument("--calls", type=int, help="filter calls per size (default: per size)")
     parser.add_argument(
-        "--out", type=Path, help="JSON file (default: bench/results/filter_domain[-quick].json)"
+        "--out", type=Path, help="JSON file (default: out/bench/filter_domain[-quick].json)"
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
-    out = args.out or Path(__file__).parent / "results" / (
-        "filter_domain-quick.json" if args.quick else "filter_domain.json"
-    )
+    out = output_file(args.out, args.quick)
     info = machine()
     print(
         f"machine: {info['cpus']} CPUs ({info['cpu_model']}), "

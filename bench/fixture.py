@@ -195,6 +195,11 @@ def machine() -> dict[str, Any]:
     }
 
 
+# Where a benchmark writes its figures unless told otherwise: out/ at the repository's root,
+# which git ignores, so a run never rewrites a tracked file.
+RESULTS = Path(__file__).resolve().parents[1] / "out" / "bench"
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")

@@ -6,9 +6,15 @@ starting with `$ ` is a command (continued on the next line after a trailing `\\
 an open single quote); the lines up to the next command are what it prints, stdout and stderr together. Two placeholders stand for
 what varies from run to run: `<...>` within a line matches any text, and a line that is only
 `...` matches any number of lines. A command ending in `&` runs in the background until the
-block ends. The block runs in the repository's root as one bash script, with this checkout's
-`vgpu` first on PATH and, where the kernel allows it, in a network namespace of its own, so
-that the default ports of a server it starts are never taken by something else on the machine.
+block ends.
+
+The block runs as a reader types it in a new shell after the README's install: one bash
+script at the root of the checkout, with no virtual environment on PATH, so a command must
+name `.venv/bin/vgpu` as the page does. The root is a copy made of links to the checkout's
+files and folders, with `.venv` the environment running these tests (the README's `.venv`
+when run as the README says). Where the kernel allows it the script runs in a network
+namespace of its own, so that the default ports of a server it starts are never taken by
+something else on the machine.
 """
 
 import os
@@ -18,6 +24,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -108,6 +115,28 @@ def isolation() -> list[str]:
     return wrapper if probe.returncode == 0 else []
 
 
+def reader_checkout(home: Path) -> Path:
+    """The checkout as the README's reader has it: every top-level entry linked, and `.venv`
+    the environment these tests run in."""
+    root = home / "checkout"
+    root.mkdir(parents=True)
+    for entry in REPO.iterdir():
+        if entry.name != ".venv":
+            (root / entry.name).symlink_to(entry)
+    (root / ".venv").symlink_to(Path(sys.prefix))
+    assert (root / ".venv" / "bin" / "vgpu").exists(), (
+        f"no vgpu command in {sys.prefix}: run the tests as the README installs them"
+    )
+    return root
+
+
+def reader_path() -> str:
+    """PATH without any virtual environment's bin, as in a new shell."""
+    folders = os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+    venv_bins = {str(Path(sys.prefix) / "bin"), str(Path(sys.executable).parent)}
+    return os.pathsep.join(f for f in folders if f not in venv_bins and "/.venv/" not in f + "/")
+
+
 def run(example: Example, home: Path) -> list[list[str]]:
     """Each command's output lines, in order."""
     script = ["set -u", "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT"]
@@ -116,14 +145,14 @@ def run(example: Example, home: Path) -> list[list[str]]:
     for command in example.commands:
         script += [f"echo {SEPARATOR}", command.text]
     env = {
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "PATH": reader_path(),
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "COLUMNS": "100",
     }
     done = subprocess.run(
         [*isolation(), "bash", "-c", "\n".join(script)],
-        cwd=REPO,
+        cwd=reader_checkout(home),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -147,6 +176,16 @@ def test_the_example_prints_what_the_page_shows(example: Example, tmp_path: Path
     for command, actual in zip(example.commands, outputs, strict=True):
         shown = "\n".join(actual)
         assert matches(command.expected, actual), f"$ {command.text}\nprinted:\n{shown}"
+
+
+def test_a_block_runs_as_in_a_new_shell_where_bare_vgpu_is_not_found(tmp_path: Path) -> None:
+    bare = Example(REPO / "README.md", 0, (Command("vgpu --version; echo $?", ()),))
+    named = Example(REPO / "README.md", 0, (Command(".venv/bin/vgpu --version", ()),))
+
+    [printed] = run(bare, tmp_path / "bare")
+    assert printed[-1] == "127"  # bash: command not found
+    [printed] = run(named, tmp_path / "named")
+    assert printed == [f"vgpu {version('vgpu')}"]
 
 
 def test_the_placeholders_match_what_varies_and_nothing_else() -> None:

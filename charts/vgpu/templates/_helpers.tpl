@@ -19,6 +19,7 @@
 
 {{- define "vgpu.scheduler" -}}{{ include "vgpu.fullname" . }}-scheduler{{- end -}}
 {{- define "vgpu.devicePlugin" -}}{{ include "vgpu.fullname" . }}-device-plugin{{- end -}}
+{{- define "vgpu.monitor" -}}{{ include "vgpu.fullname" . }}-monitor{{- end -}}
 {{- define "vgpu.webhook" -}}{{ include "vgpu.fullname" . }}-webhook{{- end -}}
 {{- define "vgpu.tlsSecret" -}}{{ include "vgpu.scheduler" . }}-tls{{- end -}}
 {{- define "vgpu.grantKeysSecret" -}}vgpu-grant-keys{{- end -}}
@@ -214,13 +215,73 @@ decides: v1 policies are GA and on from 1.30. */}}
 {{- if and .Values.scheduler.admissionPolicy.enabled (include "vgpu.admissionPolicyServed" .) -}}true{{- end -}}
 {{- end -}}
 
+{{/* the device plugin's own-node policy: v1 policies served, and Kubernetes 1.32 or newer, where
+every pod's service account token names the pod's node (ServiceAccountTokenPodNodeInfo, GA) */}}
+{{- define "vgpu.devicePluginPolicy" -}}
+{{- if and .Values.devicePlugin.enabled .Values.devicePlugin.admissionPolicy.enabled (include "vgpu.admissionPolicyServed" .) (semverCompare ">=1.32.0-0" .Capabilities.KubeVersion.Version) -}}true{{- end -}}
+{{- end -}}
+
 {{/* usernames the admission policy trusts besides vgpu's own service accounts (JSON list) */}}
 {{- define "vgpu.trustedUsers" -}}
-{{- $users := .Values.scheduler.admissionPolicy.trustedUsers -}}
+{{- $users := .Values.scheduler.admissionPolicy.trustedUsers | default list -}}
 {{- if .Values.takeover.fromHami -}}
-{{- $users = concat $users .Values.takeover.hamiServiceAccounts -}}
+{{- $users = concat $users (include "vgpu.hamiServiceAccounts" . | fromJsonArray) -}}
 {{- end -}}
 {{- $users | uniq | toJson -}}
+{{- end -}}
+
+{{/* HAMi's chart's fullname for release takeover.hamiRelease with these values (HAMi's chart is
+named "hami"; a HAMi values file shares nameOverride and fullnameOverride with this chart) */}}
+{{- define "vgpu.hamiFullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := .Values.nameOverride | default "hami" -}}
+{{- $release := .Values.takeover.hamiRelease -}}
+{{- if contains $name $release -}}
+{{- $release | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" $release $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* the namespace of HAMi's objects, as HAMi's chart picks it: the values' namespaceOverride,
+else its release's namespace */}}
+{{- define "vgpu.hamiNamespace" -}}
+{{- .Values.namespaceOverride | default .Values.takeover.hamiNamespace -}}
+{{- end -}}
+
+{{/* HAMi's scheduler and device plugin service accounts as usernames (JSON list):
+takeover.hamiServiceAccounts, else as HAMi's chart names them for takeover.hamiRelease */}}
+{{- define "vgpu.hamiServiceAccounts" -}}
+{{- $given := .Values.takeover.hamiServiceAccounts | default list -}}
+{{- if $given -}}
+{{- $given | toJson -}}
+{{- else -}}
+{{- $hami := include "vgpu.hamiFullname" . -}}
+{{- $accounts := list -}}
+{{- range (list "scheduler" "device-plugin") -}}
+{{- $name := printf "%s-%s" $hami . | trunc 63 | trimSuffix "-" -}}
+{{- $accounts = append $accounts (printf "system:serviceaccount:%s:%s" (include "vgpu.hamiNamespace" $) $name) -}}
+{{- end -}}
+{{- $accounts | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/* HAMi's chart is installed beside this release (takeover.fromHami and
+takeover.hamiInstalled): the node ports and the RuntimeClass the values name are HAMi's */}}
+{{- define "vgpu.besideHami" -}}
+{{- if and .Values.takeover.fromHami .Values.takeover.hamiInstalled -}}true{{- end -}}
+{{- end -}}
+
+{{/* a Service port's nodePort line, (list $ port type): the port itself for type NodePort,
+none beside HAMi (whose Services hold the same ports: the API server picks free ones) */}}
+{{- define "vgpu.nodePort" -}}
+{{- $root := index . 0 -}}
+{{- if and (eq (index . 2) "NodePort") (index . 1) (not (include "vgpu.besideHami" $root)) -}}
+nodePort: {{ index . 1 }}
+{{- end -}}
 {{- end -}}
 
 {{/* whether a dotted path is set in the values: (list $.Values "a.b.c") */}}
@@ -261,6 +322,88 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
+{{/* HAMi-core's directory on each GPU node, where the init container copies it, the plugin
+mounts it from and HAMi-core in each container writes its usage (containers/), which the
+monitor reads: one value, global.gpuHookPath, places all of them */}}
+{{- define "vgpu.hamiCoreDir" -}}
+{{- printf "%s/vgpu" .Values.global.gpuHookPath | clean -}}
+{{- end -}}
+
+{{/* the pod security context of the device plugin and the monitor: root (the kubelet's
+device-plugin directory and HAMi-core's are root-owned), with devicePlugin.podSecurityContext
+merged over it */}}
+{{- define "vgpu.nodePodSecurityContext" -}}
+{{- $chart := dict "runAsUser" 0 "runAsGroup" 0 "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- mergeOverwrite $chart (deepCopy (.Values.devicePlugin.podSecurityContext | default dict)) | toYaml -}}
+{{- end -}}
+
+{{/* their containers' security context: no privilege, no capability, a read-only root, with
+devicePlugin.containerSecurityContext merged over it */}}
+{{- define "vgpu.nodeContainerSecurityContext" -}}
+{{- $chart := dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "capabilities" (dict "drop" (list "ALL")) -}}
+{{- mergeOverwrite $chart (deepCopy (.Values.devicePlugin.containerSecurityContext | default dict)) | toYaml -}}
+{{- end -}}
+
+{{/* HAMi's gpuOperatorToolkitReady: an init container holding the plugin's and the monitor's
+pods until the GPU operator has set up the NVIDIA container toolkit, which mounts the driver's
+libraries into their containers (it writes <hostPath>/toolkit-ready then). Its security context
+is their containers' unless gpuOperatorToolkitReady.securityContext gives one, taken as given:
+HAMi's file gives privileged root, which no merge with allowPrivilegeEscalation false allows */}}
+{{- define "vgpu.toolkitReadyWait" -}}
+{{- $toolkit := .Values.devicePlugin.gpuOperatorToolkitReady -}}
+{{- if $toolkit.enabled -}}
+- name: toolkit-validation
+  image: {{ include "vgpu.vgpuImage" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    - /bin/sh
+    - -c
+    - >-
+      until [ -f {{ $toolkit.hostPath }}/toolkit-ready ];
+      do echo "waiting for {{ $toolkit.hostPath }}/toolkit-ready (the GPU operator's toolkit)";
+      sleep 5; done
+  securityContext:
+    {{- if $toolkit.securityContext }}
+    {{- toYaml $toolkit.securityContext | nindent 4 }}
+    {{- else }}
+    {{- include "vgpu.nodeContainerSecurityContext" . | nindent 4 }}
+    {{- end }}
+  volumeMounts:
+    - name: nvidia-validations
+      mountPath: {{ $toolkit.hostPath }}
+      mountPropagation: HostToContainer
+      readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* the host directory the toolkit wait reads, as a pod volume */}}
+{{- define "vgpu.toolkitReadyVolume" -}}
+{{- $toolkit := .Values.devicePlugin.gpuOperatorToolkitReady -}}
+{{- if $toolkit.enabled -}}
+- name: nvidia-validations
+  hostPath:
+    path: {{ $toolkit.hostPath }}
+    type: DirectoryOrCreate
+{{- end -}}
+{{- end -}}
+
+{{/* where the device plugin and the monitor run: the node selector, devicePlugin.affinity,
+and devicePlugin.tolerations with devicePlugin.extraTolerations */}}
+{{- define "vgpu.gpuNodePlacement" -}}
+{{- with include "vgpu.devicePluginNodeSelector" . | fromJson }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.devicePlugin.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with concat (.Values.devicePlugin.tolerations | default list) (.Values.devicePlugin.extraTolerations | default list) }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
 {{/* the device plugin's node selector: devicePlugin.nvidiaNodeSelector, or HAMi's key before
 v2.8, devicePlugin.nvidianodeSelector, where that is given and the first is left at its default
 ({gpu: "on"}); as JSON */}}
@@ -270,5 +413,53 @@ v2.8, devicePlugin.nvidianodeSelector, where that is given and the first is left
 {{- if and $plugin.nvidianodeSelector (eq (toJson $selector) (toJson (dict "gpu" "on"))) -}}
 {{- $selector = $plugin.nvidianodeSelector -}}
 {{- end -}}
-{{- toJson $selector -}}
+{{- $selector | default dict | toJson -}}
+{{- end -}}
+
+{{/* Refuses a key the chart does not know, naming the nearest known one. The known keys are
+known-values.yaml's (those values.schema.json describes and HAMi's that have no effect here):
+(list values known "path."); a known key whose entry is "*" is not looked into. */}}
+{{- define "vgpu.checkKeys" -}}
+{{- $known := index . 1 -}}
+{{- $above := index . 2 -}}
+{{- range $key, $value := index . 0 -}}
+{{- if not (hasKey $known $key) -}}
+{{- fail (printf "%s%s is not a value of this chart: did you mean %s%s? (docs/install.md lists every value)" $above $key $above (include "vgpu.nearest" (list $key (keys $known)))) -}}
+{{- end -}}
+{{- $below := index $known $key -}}
+{{- if and (kindIs "map" $below) (kindIs "map" $value) -}}
+{{- include "vgpu.checkKeys" (list $value $below (printf "%s%s." $above $key)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* of the words (list word words), the one fewest edits away, case aside (the first of
+equals in alphabetical order) */}}
+{{- define "vgpu.nearest" -}}
+{{- $word := lower (index . 0) -}}
+{{- $best := "" -}}
+{{- $fewest := -1 -}}
+{{- range (index . 1 | sortAlpha) -}}
+{{- $edits := include "vgpu.editDistance" (list $word (lower .)) | int -}}
+{{- if or (lt $fewest 0) (lt $edits $fewest) -}}
+{{- $best = . -}}
+{{- $fewest = $edits -}}
+{{- end -}}
+{{- end -}}
+{{- $best -}}
+{{- end -}}
+
+{{/* Levenshtein distance of two strings: (list a b) */}}
+{{- define "vgpu.editDistance" -}}
+{{- $b := splitList "" (index . 1) -}}
+{{- $previous := until (add1 (len $b) | int) -}}
+{{- range $i, $charA := splitList "" (index . 0) -}}
+{{- $row := list (add1 $i) -}}
+{{- range $j, $charB := $b -}}
+{{- $cost := ternary 0 1 (eq $charA $charB) -}}
+{{- $row = append $row (min (add1 (index $row $j)) (add1 (index $previous (add1 $j))) (add (index $previous $j) $cost)) -}}
+{{- end -}}
+{{- $previous = $row -}}
+{{- end -}}
+{{- last $previous -}}
 {{- end -}}

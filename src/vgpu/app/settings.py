@@ -141,12 +141,25 @@ def parse_yaml_mapping(text: str, source: str) -> dict[str, Any]:
         try:
             data = yaml.load(text, Loader=_SafeLoader)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+            raise ConfigError(f"{source}: not valid YAML{_yaml_fault(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: must be a YAML mapping, not {type(data).__name__}")
     return data
+
+
+def _yaml_fault(exc: yaml.YAMLError) -> str:
+    """`, line L column C: <problem> (<context>)`: PyYAML's own text would name the parsed
+    string, `<unicode string>`, where the caller names the file."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or problem is None:
+        return f": {exc}"
+    context = getattr(exc, "context", None)
+    return f", line {mark.line + 1} column {mark.column + 1}: {problem}" + (
+        f" ({context})" if context else ""
+    )
 
 
 def _json(text: str) -> Any:

@@ -51,8 +51,9 @@ from vgpu.domain.errors import (
     RequestError,
 )
 from vgpu.domain.fit import NodeView, PodPlan, card_order, fit_pod, is_mig_request, node_score
-from vgpu.domain.grant import DeviceGrant, PodGrants
+from vgpu.domain.grant import DeviceGrant, PodGrants, pod_footprint
 from vgpu.domain.handshake import HamiVersion, HandshakeVerdict, NodeMemory
+from vgpu.domain.initrelease import InitProgress, pod_hold
 from vgpu.domain.ledger.book import Ledger
 from vgpu.domain.mig.choice import mig_choice
 from vgpu.domain.mig.geometry import (
@@ -130,6 +131,7 @@ __all__ = [
     "GrantClaim",
     "HamiVersion",
     "HandshakeVerdict",
+    "InitProgress",
     "KeyRing",
     "Ledger",
     "LedgerError",
@@ -208,7 +210,9 @@ __all__ = [
     "parse_scoring_weights",
     "placement_order",
     "plan_pod",
+    "pod_footprint",
     "pod_from_manifest",
+    "pod_hold",
     "pod_policies",
     "policy_contains",
     "sort_keys",

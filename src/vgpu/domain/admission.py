@@ -27,6 +27,11 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 @dataclass(frozen=True, slots=True)
 class AdmissionConfig:
+    """What the admission webhook does to a GPU pod: the scheduler it sends the pod to, the
+    request defaults and resource names (`scheduling`), HAMi's `GPU_CORE_UTILIZATION_POLICY`
+    env, whether GPU-less containers get `NVIDIA_VISIBLE_DEVICES=none`, the runtime class to
+    set where the pod names none, and whether pods of `default-scheduler` are taken over."""
+
     scheduler_name: str = "vgpu-scheduler"
     scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
     gpu_core_policy: str = ""  # "", "force" or "disable": GPU_CORE_UTILIZATION_POLICY
@@ -45,6 +50,7 @@ class AdmissionDecision:
 
     @property
     def mutates(self) -> bool:
+        """Whether the answer changes the pod (a non-empty patch)."""
         return bool(self.patch)
 
 

@@ -15,6 +15,9 @@ _TRUE = {"1", "t", "true", "y", "yes", "on"}
 
 @dataclass(frozen=True, slots=True)
 class Mount:
+    """A host path bind-mounted into the container: HAMi-core's library, the directory of the
+    container's shared usage region, the lock directory."""
+
     container_path: str
     host_path: str
     read_only: bool
@@ -47,6 +50,9 @@ class AllocationInput:
 
 @dataclass(frozen=True, slots=True)
 class ContainerAllocation:
+    """The device plugin's answer for one container: the envs HAMi-core reads (visible cards,
+    memory and core limits, ...), the mounts, and notes worth a log line."""
+
     envs: dict[str, str]
     mounts: tuple[Mount, ...]
     notes: tuple[str, ...] = ()  # things worth a log line, e.g. a refused CUDA_DISABLE_CONTROL

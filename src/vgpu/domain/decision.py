@@ -31,6 +31,8 @@ class SchedulingConfig:
 
 @dataclass(frozen=True, slots=True)
 class NodeScore:
+    """How much the pod's node policy likes a node that fits it, 0.0 to 3.0, higher better."""
+
     node: str
     score: float  # higher is better under the pod's node policy, 0.0 .. 3.0
 
@@ -73,6 +75,7 @@ class NoPlacement:
 
 
 Decision = Placement | NoPlacement
+"""What `decide` answers: where the pod goes, or why it fits nowhere."""
 _reason = attrgetter("reason")
 
 

@@ -87,6 +87,7 @@ class Usage:
 
     @property
     def is_idle(self) -> bool:
+        """Whether nothing is taken."""
         return self.slices == 0 and self.memory == 0 and self.cores == 0 and self.mig == 0
 
     def __repr__(self) -> str:

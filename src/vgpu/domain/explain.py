@@ -59,13 +59,38 @@ class Suggestion:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """Where a pod that is already placed is, in which phase, and the cards it holds there as
+    the scheduler counts them (none when no grant of it is believed)."""
+
+    node: str
+    phase: str
+    grants: PodGrants = ()
+
+    def sentence(self) -> str:
+        where = (
+            f"runs on {self.node}"
+            if self.phase == "Running"
+            else (f"is placed on {self.node} (phase {self.phase})")
+        )
+        if not any(self.grants):
+            return f"{where} and holds no card the scheduler counts"
+        return f"{where} and holds {_grants(self.grants)}"
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
+    """The answer for one pod: a summary, where it would go (`placement`) or why not, node by
+    node and grouped, the changes that would place it, and, for a pod already placed, where it
+    is (`held`; the rest then says how it would fare if it were scheduled again now)."""
+
     pod: str
     summary: str
     placement: Placement | None
     verdicts: tuple[NodeVerdict, ...]
     groups: tuple[Group, ...]
     suggestions: tuple[Suggestion, ...] = field(default=())
+    held: Held | None = None
 
     @property
     def fits(self) -> bool:
@@ -80,7 +105,13 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The human report."""
-        out = [f"pod {self.pod}: {self.summary}"]
+        if self.held is None:
+            out = [f"pod {self.pod}: {self.summary}"]
+        else:
+            out = [
+                f"pod {self.pod}: {self.held.sentence()}",
+                f"  if it were scheduled again now, it {self.summary}",
+            ]
         if self.placement is not None:
             out.append(
                 f"  would get: node {self.placement.node}, " + _grants(self.placement.grants)
@@ -104,8 +135,16 @@ class Explanation:
         placement = None
         if self.placement is not None:
             placement = {"node": self.placement.node, "grants": _grant_dicts(self.placement.grants)}
+        held = None
+        if self.held is not None:
+            held = {
+                "node": self.held.node,
+                "phase": self.held.phase,
+                "grants": _grant_dicts(self.held.grants),
+            }
         return {
             "pod": self.pod,
+            "held": held,
             "fits": self.fits,
             "summary": self.summary,
             "placement": placement,

@@ -20,6 +20,8 @@ class DeviceGrant:
 
     @property
     def usage(self) -> Usage:
+        """What the grant takes of its card: one slice, its memory and cores, and the memory
+        slices of its MIG instance."""
         if self.mig is None:
             return Usage(1, self.memory, self.cores)
         return Usage(1, self.memory, self.cores, self.mig.mask)
@@ -27,16 +29,24 @@ class DeviceGrant:
 
 ContainerGrant = tuple[DeviceGrant, ...]
 PodGrants = tuple[ContainerGrant, ...]
+"""A pod's grants: per container, init containers first, the cards it was given (a container
+without a GPU has none); `hami.io/vgpu-devices-allocated` encodes it."""
 
 
 def pod_footprint(grants: PodGrants, init_count: int) -> dict[str, Usage]:
-    """What a pod holds on each card at its peak.
+    """What a pod holds on each card at its peak: what the ledger and the quota count for a
+    placed pod whose init containers have not all finished (`pod_hold` tells the rest).
 
     Init containers run one after another and before the app containers, so the pod needs, per
     card, the larger of any single init container's claim and the app containers' sum.
     (HAMi adds them all up and so reserves capacity that is never used at the same time.)
     A MIG instance is different: the device plugin keeps it until the pod ends, so an init
     container's MIG grants are held beside the app containers' for the pod's whole life.
+
+    >>> init = (DeviceGrant("GPU-a", "NVIDIA", 8000, 50),)
+    >>> app = (DeviceGrant("GPU-a", "NVIDIA", 2000, 10), DeviceGrant("GPU-a", "NVIDIA", 3000, 20))
+    >>> pod_footprint((init, app), init_count=1)  # the larger of 8000 and 2000 + 3000 MiB
+    {'GPU-a': Usage(slices=2, memory=8000, cores=50)}
     """
     app: dict[str, Usage] = _sum_usage(g for c in grants[init_count:] for g in c)
     if not init_count:

@@ -67,11 +67,18 @@ def init_progress(manifest: Mapping[str, Any]) -> InitProgress:
 
 
 def pod_hold(grants: PodGrants, progress: InitProgress) -> dict[str, Usage]:
-    """What the pod holds on each card now, given its init containers' progress.
+    """What the pod holds on each card now, given its init containers' progress
+    (`Pod.init_progress`): what the scheduler's ledger counts for a placed pod.
 
     Before they finish: per card, the peak over each init container's turn (its claim plus the
     sidecars started before it) and the app phase (app containers plus every sidecar), which
     without sidecars is `pod_footprint`. After: the app phase alone.
+
+    >>> from vgpu.domain.grant import DeviceGrant
+    >>> init = (DeviceGrant("GPU-a", "NVIDIA", 8000, 50),)
+    >>> app = (DeviceGrant("GPU-a", "NVIDIA", 2000, 10),)
+    >>> pod_hold((init, app), InitProgress(count=1, finished=False))
+    {'GPU-a': Usage(slices=1, memory=8000, cores=50)}
     """
     started: list[ContainerGrant] = []  # sidecars running so far, and MIG instances made
     peak: dict[str, Usage] = {}

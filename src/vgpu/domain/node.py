@@ -13,6 +13,10 @@ from vgpu.domain.vendor import Vendor
 
 @dataclass(frozen=True, slots=True)
 class ClusterNode:
+    """The parts of a Kubernetes Node the rules read: its name, annotations (the registered
+    cards, pair scores, cordoned cards, the node lock) and allocatable resources. Build one
+    directly or from the Node's JSON with `node_from_manifest`."""
+
     name: str
     annotations: Mapping[str, str] = field(default_factory=dict)
     allocatable: Mapping[str, str] = field(default_factory=dict)
@@ -30,10 +34,12 @@ class ClusterNode:
         return {} if text is None else decode_pair_scores(text)
 
     def cordoned(self, vendor: Vendor) -> frozenset[str]:
+        """The UUIDs of the cards `hami.io/device-cordon` takes out of scheduling."""
         return parse_uuid_list(self.annotations.get(vendor.cordon_annotation, ""))
 
 
 def node_from_manifest(manifest: Mapping[str, Any]) -> ClusterNode:
+    """Read a Node from its Kubernetes JSON (name, annotations, `status.allocatable`)."""
     meta = manifest.get("metadata") or {}
     status = manifest.get("status") or {}
     return ClusterNode(

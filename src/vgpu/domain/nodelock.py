@@ -44,13 +44,16 @@ class NodeLock:
     pod: str = ""
 
     def encode(self) -> str:
+        """The annotation value, HAMi's form: `RFC3339 time,namespace,pod`."""
         stamp = self.taken_at.isoformat(timespec="seconds").replace("+00:00", "Z")
         return f"{stamp},{self.namespace},{self.pod}"
 
     def owned_by(self, namespace: str, pod: str) -> bool:
+        """Whether `namespace/pod` took the lock."""
         return (self.namespace, self.pod) == (namespace, pod)
 
     def expired(self, now: datetime, expiry: timedelta = DEFAULT_EXPIRY) -> bool:
+        """Whether the lock is older than `expiry` at `now` (anyone may then take it)."""
         return now - self.taken_at > expiry
 
     def from_the_future(self, now: datetime, skew: timedelta = DEFAULT_CLOCK_SKEW) -> bool:

@@ -13,6 +13,11 @@ from vgpu.domain.manifest import list_field, object_field
 
 @dataclass(frozen=True, slots=True)
 class Container:
+    """A container's name and the parts the rules read: `limits` and `requests` map resource
+    names to quantities as Kubernetes writes them (`{"nvidia.com/gpu": 1, "nvidia.com/gpumem":
+    "20Gi"}`), `env` its plain variables, `privileged` its security context's flag; `is_init`
+    marks an init container."""
+
     name: str
     limits: Mapping[str, Any] = field(default_factory=dict)
     requests: Mapping[str, Any] = field(default_factory=dict)
@@ -23,7 +28,16 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class Pod:
-    """A pod's identity, annotations and containers, init containers first."""
+    """A pod's identity, annotations and containers, init containers first.
+
+    Read one from the API server's JSON with `pod_from_manifest`, or build it directly::
+
+        Pod("ml", "train", containers=(
+            Container("main", limits={"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000}),
+        ))
+
+    A pod that has not been placed needs only the namespace, the name, the containers and
+    the annotations that carry its policies and card constraints."""
 
     namespace: str
     name: str
@@ -52,10 +66,12 @@ class Pod:
 
     @property
     def init_count(self) -> int:
+        """How many of `containers` are init containers (they come first)."""
         return sum(1 for c in self.containers if c.is_init)
 
     @property
     def is_finished(self) -> bool:
+        """Whether the pod has ended (Succeeded or Failed) and so holds nothing."""
         return self.phase in ("Succeeded", "Failed")
 
 

@@ -18,6 +18,10 @@ TOPOLOGY_AWARE = "topology-aware"
 
 
 class Policy(StrEnum):
+    """A node or GPU scheduling policy, as HAMi's annotations and settings name it: `binpack`
+    fills the fullest node or card first, `spread` the emptiest, `fgd` (vgpu's own) the one
+    that strands the fewest slices for the pods seen lately."""
+
     BINPACK = "binpack"
     SPREAD = "spread"
     FGD = "fgd"  # fragmentation gradient descent (vgpu.domain.fragmentation), vgpu's own

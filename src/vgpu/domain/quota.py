@@ -26,6 +26,7 @@ class QuotaLimits:
 
     @property
     def is_unlimited(self) -> bool:
+        """Whether no dimension is limited."""
         return self.memory is None and self.cores is None and self.cards is None
 
 
@@ -39,6 +40,7 @@ class Budget:
     blocked: bool = False  # a limit explicitly set to 0 blocks every GPU request
 
     def allows(self, charge: Usage) -> bool:
+        """Whether the namespace may take `charge` (memory, cores, and cards as `slices`)."""
         if self.blocked:
             return charge.is_idle
         return (
@@ -133,15 +135,18 @@ class QuotaBook:
         self._used: dict[str, Usage] = {}
 
     def set_limits(self, namespace: str, limits: QuotaLimits) -> None:
+        """Replace a namespace's limits (from its ResourceQuota); unlimited ones are dropped."""
         if limits.is_unlimited:
             self._limits.pop(namespace, None)
         else:
             self._limits[namespace] = limits
 
     def limits(self, namespace: str) -> QuotaLimits:
+        """The namespace's limits; none for a namespace without a GPU quota."""
         return self._limits.get(namespace, QuotaLimits())
 
     def used(self, namespace: str) -> Usage:
+        """What the namespace's charged pods take together (`slices` counts cards)."""
         return self._used.get(namespace, Usage())
 
     def charge(
@@ -170,6 +175,7 @@ class QuotaBook:
             self._used[namespace] = self.used(namespace) - amount
 
     def budget(self, namespace: str) -> Budget:
+        """What the namespace may still take: its limits less what it uses, never below 0."""
         limits = self._limits.get(namespace)
         if limits is None:
             return UNLIMITED

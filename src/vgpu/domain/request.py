@@ -44,6 +44,7 @@ class ContainerRequest:
         return device.memory * self.memory_percent // 100
 
     def describe_memory(self) -> str:
+        """The memory asked per card, in words: `20000 MiB` or `25% of a card`."""
         return f"{self.memory} MiB" if self.memory > 0 else f"{self.memory_percent}% of a card"
 
 

@@ -24,6 +24,9 @@ _KEYS = ("slot", "core", "memory")
 
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
+    """How much the used share of slots, cores and memory each count in a card's score
+    (`hami.io/device-scoring-weights`); every weight is 1 by default."""
+
     slot: int = 1
     core: int = 1
     memory: int = 1
@@ -38,6 +41,7 @@ class ScoringWeights:
 
 
 DEFAULT_WEIGHTS = ScoringWeights()
+"""The weights of a pod without `hami.io/device-scoring-weights`: 1, 1 and 1."""
 
 
 def weights_from_annotations(annotations: Mapping[str, str]) -> ScoringWeights:

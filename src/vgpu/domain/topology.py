@@ -24,6 +24,7 @@ from vgpu.domain.errors import CodecError
 from vgpu.domain.hostile_text import read_json
 
 SCORE_ANNOTATION = "hami.io/node-nvidia-score"
+"""The Node annotation where the device plugin publishes every card pair's link points."""
 NVLINK_POINTS = 100
 MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS in current drivers (18 before)
 
@@ -59,6 +60,7 @@ class GpuLink:
 
     @property
     def score(self) -> int:
+        """The pair's points as HAMi counts them: the PCIe link's, plus 100 per NVLink."""
         return self.pcie.value + NVLINK_POINTS * self.nvlinks
 
 

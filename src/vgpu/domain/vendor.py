@@ -39,6 +39,7 @@ class Vendor:
 
 
 NVIDIA = Vendor()
+"""NVIDIA's resource and annotation names, as HAMi uses them; the default everywhere."""
 
 # Pod annotations shared by every vendor (HAMi's pkg/util/types.go).
 NODE_POLICY_ANNOTATION = "hami.io/node-scheduler-policy"

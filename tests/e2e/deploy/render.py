@@ -23,6 +23,8 @@ HAMI_BEFORE_V2_7 = tuple(
     Path(__file__).parent / "hami" / f"values-{v}.yaml" for v in ("v2.4.1", "v2.6.1")
 )
 NAMESPACE = "vgpu-system"
+# the DaemonSets of release vgpu: the device plugin, and the monitor in pods of its own
+DEVICE_PLUGIN, MONITOR = "vgpu-device-plugin", "vgpu-monitor"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion: webhook matchConditions are
 # on by default from 1.28) and the newest whose schema kubernetes-validate ships.
 OLDEST, NEWEST = KUBERNETES_VERSIONS = ("1.28.0", "1.37.0")
@@ -59,10 +61,11 @@ def template_args(
     set_values: tuple[str, ...] = (),
     kube_version: str | None = None,
     api_versions: tuple[str, ...] = (),
+    namespace: str = NAMESPACE,
 ) -> list[str]:
     """`helm template` of the chart with these values, for this Kubernetes version and the APIs
     named (`monitoring.coreos.com/v1`; helm template alone lists no CRD-backed API)."""
-    args = ["template", "vgpu", str(CHART), "--namespace", NAMESPACE]
+    args = ["template", "vgpu", str(CHART), "--namespace", namespace]
     for path in values:
         args += ["--values", str(path)]
     for item in set_values:
@@ -79,21 +82,28 @@ def template(
     set_values: tuple[str, ...] = (),
     kube_version: str | None = None,
     api_versions: tuple[str, ...] = (),
+    namespace: str = NAMESPACE,
 ) -> list[dict[str, Any]]:
     result = helm(
         *template_args(
-            *values, set_values=set_values, kube_version=kube_version, api_versions=api_versions
+            *values,
+            set_values=set_values,
+            kube_version=kube_version,
+            api_versions=api_versions,
+            namespace=namespace,
         )
     )
     assert result.returncode == 0, result.stderr
     return [d for d in yaml.safe_load_all(result.stdout) if d]
 
 
-def notes(*values: Path) -> str:
+def notes(*values: Path, set_values: tuple[str, ...] = ()) -> str:
     """The install notes (templates/NOTES.txt) as `helm install` prints them."""
     args = ["install", "vgpu", str(CHART), "--namespace", NAMESPACE, "--dry-run=client"]
     for path in values:
         args += ["--values", str(path)]
+    for item in set_values:
+        args += ["--set", item]
     result = helm(*args)
     assert result.returncode == 0, result.stderr
     return result.stdout.partition("\nNOTES:\n")[2]

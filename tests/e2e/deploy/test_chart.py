@@ -10,7 +10,9 @@ import yaml
 
 from tests.e2e.deploy.render import (
     CHART,
+    DEVICE_PLUGIN,
     HAMI_VALUES,
+    MONITOR,
     NAMESPACE,
     OPERATOR_OVERRIDES,
     containers,
@@ -286,33 +288,43 @@ def test_every_vgpu_container_passes_only_flags_its_command_accepts(variant: str
         parse(c["args"])  # the `vgpu` parser: SystemExit(2) on a flag the command refuses
 
 
-def test_the_monitor_runs_beside_the_plugin_on_the_host_cache_directory() -> None:
+def test_the_monitor_runs_on_the_plugin_s_nodes_in_a_pod_of_its_own() -> None:
     objects = render("default")
-    plugin = one(objects, "DaemonSet")
-    monitor = containers(plugin)["vgpu-monitor"]
+    plugin, monitors = one(objects, "DaemonSet", DEVICE_PLUGIN), one(objects, "DaemonSet", MONITOR)
+    monitor = containers(monitors)["vgpu-monitor"]
     parsed = parse(monitor["args"])
     assert (str(parsed.host_dir), parsed.metrics_listen) == ("/usr/local/vgpu/containers", ":9394")
-    mounts = {m["name"]: m["mountPath"] for m in monitor["volumeMounts"]}
-    hosts = {
-        v["name"]: v["hostPath"]["path"]
-        for v in plugin["spec"]["template"]["spec"]["volumes"]
-        if "hostPath" in v
-    }
-    assert hosts[next(iter(mounts))] == mounts[next(iter(mounts))] == "/usr/local/vgpu/containers"
+    pod, plugin_pod = monitors["spec"]["template"]["spec"], plugin["spec"]["template"]["spec"]
+    [mount] = monitor["volumeMounts"]
+    hosts = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
+    assert hosts[mount["name"]] == mount["mountPath"] == "/usr/local/vgpu/containers"
+    for placement in ("nodeSelector", "tolerations", "priorityClassName"):
+        assert pod[placement] == plugin_pod[placement]
+    # its own account: the plugin's may patch nodes and pods, the monitor only reads pods
+    assert (pod["serviceAccountName"], plugin_pod["serviceAccountName"]) == (MONITOR, DEVICE_PLUGIN)
+    assert "vgpu-monitor" not in containers(plugin)
     service = one(objects, "Service", "vgpu-device-plugin-monitor")
     assert service["spec"]["ports"] == [
         {"name": "monitorport", "port": 9394, "targetPort": "monitorport"}
     ]
+    assert service["spec"]["selector"].items() <= pod_labels(monitors).items()
     off = template(set_values=("devicePlugin.monitor.enabled=false",))
-    assert "vgpu-monitor" not in containers(one(off, "DaemonSet"))
-    assert not [o for o in off if o["metadata"]["name"] == "vgpu-device-plugin-monitor"]
+    assert not [o for o in off if o["metadata"]["name"] in (MONITOR, "vgpu-device-plugin-monitor")]
+
+
+def pod_labels(owner: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = owner["spec"]["template"]["metadata"]["labels"]
+    return labels
 
 
 def test_log_settings_reach_every_vgpu_container() -> None:
     objects = template(set_values=("log.level=DEBUG", "log.json=true"))
-    for owner in (one(objects, "Deployment"), one(objects, "DaemonSet")):
-        found = containers(owner)
-        args = (found.get("vgpu") or found["device-plugin"])["args"]
+    for owner, name in (
+        (one(objects, "Deployment"), "vgpu"),
+        (one(objects, "DaemonSet", DEVICE_PLUGIN), "device-plugin"),
+        (one(objects, "DaemonSet", MONITOR), "vgpu-monitor"),
+    ):
+        args = containers(owner)[name]["args"]
         assert "--log-level=DEBUG" in args and "--log-json" in args
 
 
@@ -333,14 +345,16 @@ def test_rollouts_keep_a_ready_scheduler_and_evictions_leave_one() -> None:
     assert pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
     assert one(replicated, "Deployment")["spec"]["replicas"] == 2
-    plugin = one(objects, "DaemonSet")
+    plugin = one(objects, "DaemonSet", DEVICE_PLUGIN)
     assert plugin["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     assert plugin["spec"]["template"]["spec"]["priorityClassName"] == "system-node-critical"
     assert plugin["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "on"}
 
 
 def test_every_container_drops_capabilities_and_runs_under_the_default_seccomp_profile() -> None:
-    for owner in (one(render("default"), "Deployment"), one(render("default"), "DaemonSet")):
+    owners = [o for o in render("default") if o["kind"] in ("Deployment", "DaemonSet")]
+    assert len(owners) == 3
+    for owner in owners:
         pod = owner["spec"]["template"]["spec"]
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         for name, container in containers(owner).items():
@@ -362,7 +376,7 @@ def test_a_non_root_scheduler_may_listen_on_443_only_through_the_pod_sysctl() ->
 
 
 def test_the_device_plugin_runs_as_root_to_write_root_owned_host_directories() -> None:
-    plugin = one(render("default"), "DaemonSet")["spec"]["template"]["spec"]
+    plugin = one(render("default"), "DaemonSet", DEVICE_PLUGIN)["spec"]["template"]["spec"]
     assert plugin["securityContext"]["runAsUser"] == 0
     hosts = {v["name"]: v["hostPath"]["path"] for v in plugin["volumes"] if "hostPath" in v}
     assert hosts["device-plugins"] == "/var/lib/kubelet/device-plugins"
@@ -376,7 +390,7 @@ def test_hami_core_is_copied_into_the_host_dir_by_an_init_container_from_hami_s_
             "devicePlugin.hamiCore.image.tag=v2.9.0",
         )
     )
-    plugin = one(objects, "DaemonSet")
+    plugin = one(objects, "DaemonSet", DEVICE_PLUGIN)
     init = containers(plugin)["hami-core"]
     assert init["image"] == "mirror.example.com/projecthami/hami:v2.9.0"
     assert init["volumeMounts"] == [{"name": "lib", "mountPath": "/usr/local/vgpu"}]
@@ -393,7 +407,7 @@ def test_the_init_container_copies_hami_core_from_either_layout_of_hami_s_image(
     """From v2.5 HAMi's image copies HAMi-core with its own vgpu-init.sh; before, HAMi's chart
     copied /k8s-vgpu/lib/nvidia/* itself. The rendered command runs here against each layout,
     the image's root and the host directory moved under tmp_path."""
-    command = containers(one(template(), "DaemonSet"))["hami-core"]["command"]
+    command = containers(one(template(), "DaemonSet", DEVICE_PLUGIN))["hami-core"]["command"]
     image, host = tmp_path / "k8s-vgpu", tmp_path / "host"
     (image / "lib" / "nvidia").mkdir(parents=True)
     host.mkdir()
@@ -415,12 +429,6 @@ def test_the_init_container_copies_hami_core_from_either_layout_of_hami_s_image(
         assert copied == {"libvgpu.so", "ld.so.preload"}
 
 
-def test_a_lib_path_that_disagrees_with_the_hook_path_is_refused() -> None:
-    result = helm("template", "vgpu", str(CHART), "--set", "devicePlugin.libPath=/opt/vgpu")
-    assert result.returncode != 0
-    assert "devicePlugin.libPath (/opt/vgpu)" in result.stderr
-
-
 def test_the_kube_scheduler_auth_reader_binding_is_in_kube_system() -> None:
     binding = one(render("default"), "RoleBinding", "vgpu-scheduler-auth-reader")
     assert binding["metadata"]["namespace"] == "kube-system"
@@ -433,12 +441,12 @@ def test_the_admission_policy_trusts_the_release_s_service_accounts() -> None:
             "scheduler.admissionPolicy.trustedUsers={system:serviceaccount:hami:hami-scheduler}",
         )
     )
-    policy = one(objects, "ValidatingAdmissionPolicy")
+    policy = one(objects, "ValidatingAdmissionPolicy", "vgpu-scheduler-owned-pod-keys")
     trusted = next(v for v in policy["spec"]["variables"] if v["name"] == "trusted")["expression"]
     for account in ("vgpu-scheduler", "vgpu-device-plugin"):
         assert f"'system:serviceaccount:{NAMESPACE}:{account}'" in trusted
         assert one(objects, "ServiceAccount", account)
     assert "'system:serviceaccount:hami:hami-scheduler'" in trusted
-    binding = one(objects, "ValidatingAdmissionPolicyBinding")
+    binding = one(objects, "ValidatingAdmissionPolicyBinding", "vgpu-scheduler-owned-pod-keys")
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from tests.e2e.deploy.render import (
     HAMI_VALUES,
+    MONITOR,
     containers,
     helm,
     notes,
@@ -35,12 +36,18 @@ def _named(objects: list[dict[str, Any]], kind: str) -> set[str]:
     return {o["metadata"]["name"] for o in objects if o["kind"] == kind}
 
 
+def _selects(policy: dict[str, Any], owner: dict[str, Any]) -> bool:
+    """Whether the policy's podSelector picks the pods `owner` runs, by their rendered labels."""
+    labels = owner["spec"]["template"]["metadata"]["labels"]
+    return bool(policy["podSelector"]["matchLabels"].items() <= labels.items())
+
+
 def test_by_default_metrics_are_plain_and_nothing_about_them_is_rendered() -> None:
     objects = template(HAMI_VALUES, api_versions=MONITORING)
 
     assert not _named(objects, "NetworkPolicy")
     assert not {n for n in _named(objects, "ClusterRole") if "metrics" in n}
-    monitor = containers(one(objects, "DaemonSet"))["vgpu-monitor"]
+    monitor = containers(one(objects, "DaemonSet", MONITOR))["vgpu-monitor"]
     assert "--secure-metrics" not in monitor["args"]
     assert monitor["readinessProbe"]["httpGet"]["scheme"] == "HTTP"
 
@@ -55,13 +62,14 @@ def test_secure_metrics_reach_both_listeners_their_scrapers_and_rbac(tmp_path: P
     scheduler = containers(one(objects, "Deployment"))["vgpu"]
     assert {"name": "metrics-tls", "mountPath": "/metrics-tls"} in scheduler["volumeMounts"]
 
-    plugin = one(objects, "DaemonSet")
-    monitor = containers(plugin)["vgpu-monitor"]
+    monitors = one(objects, "DaemonSet", MONITOR)
+    monitor = containers(monitors)["vgpu-monitor"]
     assert getattr(parse(monitor["args"]), "secure_metrics.enabled") is True
     assert {"name": "VGPU_SECURE_METRICS__CERT_DIR", "value": "/metrics-tls"} in monitor["env"]
     assert {"name": "metrics-tls", "mountPath": "/metrics-tls"} in monitor["volumeMounts"]
     assert monitor["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
-    volumes = {v["name"]: v for v in plugin["spec"]["template"]["spec"]["volumes"]}
+    pod = monitors["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["metrics-tls"]["emptyDir"]["medium"] == "Memory"
 
     for name in ("vgpu-scheduler", "vgpu-device-plugin-monitor"):
@@ -75,7 +83,11 @@ def test_secure_metrics_reach_both_listeners_their_scrapers_and_rbac(tmp_path: P
         ("authorization.k8s.io", "subjectaccessreviews", ("create",)),
     }
     bound = one(objects, "ClusterRoleBinding", "vgpu-metrics-auth")["subjects"]
-    assert {s["name"] for s in bound} == {"vgpu-scheduler", "vgpu-device-plugin"}
+    # the accounts the two listeners run under: the monitor's own, not the plugin's
+    assert {s["name"] for s in bound} == {
+        one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"],
+        pod["serviceAccountName"],
+    } == {"vgpu-scheduler", MONITOR}
     reader = one(objects, "ClusterRole", "vgpu-metrics-reader")
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     readers = one(objects, "ClusterRoleBinding", "vgpu-metrics-reader")
@@ -90,20 +102,22 @@ def test_the_network_policy_admits_the_metrics_ports_only_from_the_peers_named()
     peers = [{"namespaceSelector": {"matchLabels": {"team": "observability"}}}]
 
     scheduler = one(objects, "NetworkPolicy", "vgpu-scheduler-metrics")["spec"]
-    assert scheduler["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "scheduler"
+    assert _selects(scheduler, one(objects, "Deployment"))
     assert scheduler["policyTypes"] == ["Ingress"]
     assert scheduler["ingress"] == [
         {"from": peers, "ports": [{"port": "metrics", "protocol": "TCP"}]},
         {"ports": [{"port": "webhook", "protocol": "TCP"}]},  # the API server: from anywhere
     ]
-    plugin = one(objects, "NetworkPolicy", "vgpu-device-plugin-metrics")["spec"]
-    assert plugin["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "device-plugin"
-    assert plugin["ingress"] == [
+    monitor = one(objects, "NetworkPolicy", "vgpu-monitor-metrics")["spec"]
+    assert _selects(monitor, one(objects, "DaemonSet", MONITOR))
+    assert not _selects(monitor, one(objects, "DaemonSet", "vgpu-device-plugin"))
+    assert monitor["ingress"] == [
         {"from": peers, "ports": [{"port": "monitorport", "protocol": "TCP"}]}
     ]
     ports = {
         p["name"]
-        for owner in (one(objects, "Deployment"), one(objects, "DaemonSet"))
+        for owner in objects
+        if owner["kind"] in ("Deployment", "DaemonSet")
         for c in containers(owner).values()
         for p in c.get("ports", [])
     }

@@ -13,6 +13,7 @@ import yaml
 from tests.e2e.deploy.render import (
     ADMISSION_POLICY_KINDS,
     CHART,
+    DEVICE_PLUGIN,
     NAMESPACE,
     OLDEST,
     containers,
@@ -48,7 +49,7 @@ def settings(tmp_path: Path, *set_values: str) -> tuple[SchedulerConfig, DeviceP
 
 def trusted(objects: list[dict[str, Any]], username: str) -> bool:
     """The policy's `trusted` variable, evaluated as the API server would for `username`."""
-    policy = one(objects, "ValidatingAdmissionPolicy")
+    policy = one(objects, "ValidatingAdmissionPolicy", "vgpu-scheduler-owned-pod-keys")
     [expression] = [v["expression"] for v in policy["spec"]["variables"] if v["name"] == "trusted"]
     env = celpy.Environment()
     request = celpy.json_to_cel({"userInfo": {"username": username}})
@@ -109,13 +110,10 @@ def test_the_device_plugin_keeps_its_state_in_a_host_directory_at_the_same_path(
 ) -> None:
     for state_dir in ("/var/lib/vgpu", "/data/vgpu-state"):
         objects = template(set_values=(f"devicePlugin.stateDir={state_dir}",))
-        pod = one(objects, "DaemonSet")["spec"]["template"]["spec"]
+        pod = one(objects, "DaemonSet", DEVICE_PLUGIN)["spec"]["template"]["spec"]
         volumes = {v["name"]: v for v in pod["volumes"]}
-        [mount] = [
-            m
-            for m in containers(one(objects, "DaemonSet"))["device-plugin"]["volumeMounts"]
-            if m["mountPath"] == state_dir
-        ]
+        plugin = containers(one(objects, "DaemonSet", DEVICE_PLUGIN))["device-plugin"]
+        [mount] = [m for m in plugin["volumeMounts"] if m["mountPath"] == state_dir]
         assert volumes[mount["name"]]["hostPath"] == {
             "path": state_dir,
             "type": "DirectoryOrCreate",
@@ -155,9 +153,18 @@ def test_the_admission_policy_is_rendered_only_where_the_api_server_serves_it(
     disabled = template(
         kube_version=kube_version,
         api_versions=api_versions,
-        set_values=("scheduler.admissionPolicy.enabled=false",),
+        set_values=(
+            "scheduler.admissionPolicy.enabled=false",
+            "devicePlugin.admissionPolicy.enabled=false",
+        ),
     )
     assert not kinds(disabled) & ADMISSION_POLICY_KINDS
+    scheduler_only = template(
+        kube_version=kube_version,
+        api_versions=api_versions,
+        set_values=("devicePlugin.admissionPolicy.enabled=false",),
+    )
+    assert bool(kinds(scheduler_only) & ADMISSION_POLICY_KINDS) is policy
 
 
 def test_every_object_of_the_oldest_kubernetes_rendering_is_valid_there() -> None:

@@ -12,8 +12,10 @@ import yaml
 
 from tests.e2e.deploy.render import (
     CHART,
+    DEVICE_PLUGIN,
     HAMI_BEFORE_V2_7,
     HAMI_VALUES,
+    MONITOR,
     NAMESPACE,
     OPERATOR_OVERRIDES,
     containers,
@@ -53,6 +55,13 @@ def images(objects: list[dict[str, Any]]) -> dict[str, str]:
         if owner["kind"] in ("Deployment", "DaemonSet")
         for name, c in containers(owner).items()
     }
+
+
+def pod_owners(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scheduler Deployment, the device plugin's and the monitor's DaemonSets."""
+    owners = [o for o in objects if o["kind"] in ("Deployment", "DaemonSet")]
+    assert len(owners) == 3
+    return owners
 
 
 def log_levels(objects: list[dict[str, Any]]) -> dict[str, str]:
@@ -180,8 +189,8 @@ def test_hami_s_image_strings_before_v2_7_are_pulled_as_hami_pulled_them(
     scheduler = containers(one(objects, "Deployment"))["kube-scheduler"]
     assert scheduler["image"] == "harbor.example.com/k8s/kube-scheduler:v1.30.2"
     assert scheduler["imagePullPolicy"] == "Always"
-    for kind in ("Deployment", "DaemonSet"):
-        pod = one(objects, kind)["spec"]["template"]["spec"]
+    for owner in pod_owners(objects):
+        pod = owner["spec"]["template"]["spec"]
         assert {"name": "harbor-cred"} in pod["imagePullSecrets"]
 
 
@@ -195,7 +204,7 @@ def test_hami_s_device_plugin_node_selector_before_v2_8_still_places_the_plugin(
     older.write_text(yaml.safe_dump(hami))
 
     def placed(*values: Path, set_values: tuple[str, ...] = ()) -> dict[str, str]:
-        plugin = one(template(*values, set_values=set_values), "DaemonSet")
+        plugin = one(template(*values, set_values=set_values), "DaemonSet", DEVICE_PLUGIN)
         selector: dict[str, str] = plugin["spec"]["template"]["spec"]["nodeSelector"]
         return selector
 
@@ -237,8 +246,9 @@ def test_pull_secrets_are_taken_as_names_or_objects(secrets: list[Any], tmp_path
         )
     )
     objects = template(*BOTH, values)
-    for kind, more in (("Deployment", [{"name": "extender-cred"}]), ("DaemonSet", [])):
-        pod = one(objects, kind)["spec"]["template"]["spec"]
+    for owner in pod_owners(objects):
+        more = [{"name": "extender-cred"}] if owner["kind"] == "Deployment" else []
+        pod = owner["spec"]["template"]["spec"]
         assert pod["imagePullSecrets"] == [{"name": "harbor-cred"}, *more]
 
 
@@ -304,16 +314,16 @@ def test_an_operator_s_hami_values_keep_their_meaning(tmp_path: Path) -> None:
     } in hook["namespaceSelector"]["matchExpressions"]
     assert one(objects, "Certificate")["spec"]["secretName"] == "vgpu-scheduler-tls"
     assert one(objects, "RuntimeClass")["metadata"]["name"] == "nvidia"
-    plugin = one(objects, "DaemonSet")
+    plugin = one(objects, "DaemonSet", DEVICE_PLUGIN)
     assert plugin["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
-    assert "--legacy-metrics" in containers(plugin)["vgpu-monitor"]["args"]
+    monitor = containers(one(objects, "DaemonSet", MONITOR))["vgpu-monitor"]
+    assert "--legacy-metrics" in monitor["args"]
 
 
 def test_hami_s_global_labels_annotations_and_pod_annotations_are_honoured() -> None:
     objects = template(*BOTH)
     assert all(o["metadata"]["labels"]["team"] == "ml-platform" for o in objects)
-    for kind in ("Deployment", "DaemonSet"):
-        owner = one(objects, kind)
+    for owner in pod_owners(objects):
         assert owner["metadata"]["annotations"] == {"owner": "gpu-team@example.com"}
         pod = owner["spec"]["template"]["metadata"]
         assert pod["annotations"]["prometheus.io/scrape"] == "true"

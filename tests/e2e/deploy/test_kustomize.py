@@ -7,6 +7,7 @@ import pytest
 
 from tests.e2e.deploy.render import (
     ADMISSION_POLICY_KINDS,
+    DEVICE_PLUGIN,
     NEWEST,
     OLDEST,
     REPO,
@@ -50,7 +51,7 @@ def test_an_apply_never_blanks_the_webhook_ca_bundle() -> None:
 
 
 def test_the_device_plugin_may_write_root_owned_host_directories() -> None:
-    plugin = one(rendered("device-plugin"), "DaemonSet")["spec"]["template"]["spec"]
+    plugin = one(rendered("device-plugin"), "DaemonSet", DEVICE_PLUGIN)["spec"]["template"]["spec"]
     assert plugin["securityContext"]["runAsUser"] == 0
     assert "runAsNonRoot" not in plugin["securityContext"]
 

@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.e2e.deploy.render import NAMESPACE, template
+from tests.e2e.deploy.render import MONITOR, NAMESPACE, one, template
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
 from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster, LeaderElector
 from vgpu.adapters.kubernetes.access_review import KubernetesAccessReview
 from vgpu.adapters.kubernetes.connection import new_api_client
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
 from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
+from vgpu.app.monitor.config import MonitorConfig
+from vgpu.app.monitor.container import make_cluster
 from vgpu.app.scheduler.certs import WebhookCerts, WebhookCertsConfig
 from vgpu.domain.trust import KeyRing
 
@@ -27,7 +30,7 @@ EXERCISED = {
     "access_review.py", "api.py", "cluster.py", "informer.py", "keys.py", "leader.py",
     "nodelock.py", "webhook_tls.py",
 }
-# secure metrics: their listeners review each scrape's token (the monitor runs as the plugin)
+# secure metrics: the scheduler's and the monitor's listeners review each scrape's token
 SECURE_METRICS = ("metrics.secure.enabled=true",)
 # rules granted for calls the processes do not make yet: (component, verb, resource)
 PENDING: set[tuple[str, str, str]] = set()
@@ -140,6 +143,23 @@ def exercise_scheduler(api: RunningApiServer, tmp_path: Path) -> None:
     certs.rotate_if_due()
 
 
+def exercise_monitor(api: RunningApiServer, tmp_path: Path) -> None:
+    """The monitor's own composition root, as `vgpu monitor` builds it, through a kubeconfig."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
+        "clusters": [{"name": "emulator", "cluster": {"server": api.url}}],
+        "users": [{"name": "monitor", "user": {}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "monitor"}}],
+    }))
+    cluster = make_cluster(MonitorConfig(node_name="gpu-1", kubeconfig=kubeconfig))
+    try:
+        assert cluster.wait_synced(10)
+        assert [p.name for p in cluster.list_pods("gpu-1")] == ["p1"]
+    finally:
+        cluster.stop()
+
+
 def exercise_device_plugin(api: RunningApiServer, tmp_path: Path) -> None:
     exercise_cluster(api, pod_field_selector="spec.nodeName=gpu-1",
                      node_field_selector="metadata.name=gpu-1", watch_quotas=False)
@@ -207,12 +227,11 @@ def unexplained(calls: Iterable[Call], rules: list[Rule]) -> list[Call]:
 COMPONENTS: dict[str, tuple[str, Exercise, tuple[str, ...]]] = {
     "scheduler": ("vgpu-scheduler", exercise_scheduler, ()),
     "device-plugin": ("vgpu-device-plugin", exercise_device_plugin, ()),
+    "monitor": (MONITOR, exercise_monitor, ()),
     "scheduler, secure metrics": (
         "vgpu-scheduler", reviewing_scrapes(exercise_scheduler), SECURE_METRICS
     ),
-    "device-plugin, secure metrics": (
-        "vgpu-device-plugin", reviewing_scrapes(exercise_device_plugin), SECURE_METRICS
-    ),
+    "monitor, secure metrics": (MONITOR, reviewing_scrapes(exercise_monitor), SECURE_METRICS),
 }
 
 
@@ -230,7 +249,7 @@ def test_the_chart_grants_exactly_the_calls_the_component_makes(
     seed(k8s_api)
     exercise(k8s_api, tmp_path)
     calls = recorded(k8s_api)
-    assert len(calls) >= 8
+    assert len(calls) >= (2 if account == MONITOR else 8)
     rules = rules_for(account, template(set_values=set_values))
     assert unexplained(calls, rules) == []
     unused = {
@@ -247,3 +266,13 @@ def test_a_call_outside_the_grants_is_reported() -> None:
     delete = Call("delete", "pods", "", "default", "p1")
     other_secret = Call("get", "secrets", "", NAMESPACE, "vgpu-scheduler-tls")
     assert unexplained([delete, other_secret], rules) == [delete, other_secret]
+
+
+def test_the_monitor_runs_under_its_own_account_which_may_only_read_pods() -> None:
+    objects = template()
+    pod = one(objects, "DaemonSet", MONITOR)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == MONITOR
+    rules = rules_for(MONITOR, objects)
+    assert {(r.verb, r.resource) for r in rules} == {("list", "pods"), ("watch", "pods")}
+    plugin_rules = rules_for("vgpu-device-plugin", objects)
+    assert ("patch", "nodes") in {(r.verb, r.resource) for r in plugin_rules}  # not the monitor's

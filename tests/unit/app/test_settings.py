@@ -119,6 +119,20 @@ def test_a_file_that_is_not_a_mapping_is_refused_with_its_name(text: str, says: 
     assert says in str(caught.value)
 
 
+def test_malformed_yaml_is_placed_in_the_named_file_not_in_pyyaml_s_string(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text("listen_port: 8080\nextender: [\n")
+
+    with pytest.raises(ConfigError) as caught:
+        read_yaml_mapping(path, "config file")
+
+    message = str(caught.value)
+    assert message.startswith(f"config file {path}: not valid YAML, line 3 column 1: ")
+    assert "<unicode string>" not in message
+
+
 def test_an_empty_file_is_an_empty_mapping_and_json_is_read(tmp_path: Path) -> None:
     assert parse_yaml_mapping("", "x") == {}
     path = tmp_path / "config.json"

@@ -1,49 +1,23 @@
-"""The ValidatingAdmissionPolicy in deploy/scheduler/admission-policy.yaml, evaluated for real.
-
-Each variable and validation expression is read from the YAML and evaluated with a CEL
-interpreter (cel-python), with the bindings the API server gives a policy: `object`,
-`oldObject` (null on CREATE), `request` and `variables`. So these tests check the shipped
-text, not a copy of it.
-"""
+"""The ValidatingAdmissionPolicy in deploy/scheduler/admission-policy.yaml, evaluated for real
+(tests/unit/deploy/policy.py evaluates the shipped CEL)."""
 
 from pathlib import Path
 from typing import Any
 
-import celpy  # type: ignore[import-untyped]
 import pytest
 import yaml
-from celpy import celtypes
 
+from tests.unit.deploy.policy import DEPLOY, AdmissionPolicy, documents
 from vgpu.domain.trust.scheduler_owned import is_scheduler_owned_annotation
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 POLICY_FILE = DEPLOY / "scheduler" / "admission-policy.yaml"
 SCHEDULER = "system:serviceaccount:vgpu-system:vgpu-scheduler"
 DEVICE_PLUGIN = "system:serviceaccount:vgpu-system:vgpu-device-plugin"  # deploy/ is rendered from charts/vgpu
 TENANT = "system:serviceaccount:team-a:default"
 KUBELET = "system:node:gpu-1"
 GRANT = "GPU-a,NVIDIA,8000,30:;"
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def _of_kind(kind: str) -> dict[str, Any]:
-    [document] = [d for d in _documents(POLICY_FILE) if d["kind"] == kind]
-    return document
-
-
-POLICY = _of_kind("ValidatingAdmissionPolicy")
-ENV = celpy.Environment()
-
-
-def _program(expression: str) -> Any:
-    return ENV.program(ENV.compile(expression))
-
-
-VARIABLES = [(v["name"], _program(v["expression"])) for v in POLICY["spec"]["variables"]]
-VALIDATIONS = [(_program(v["expression"]), v["message"]) for v in POLICY["spec"]["validations"]]
+SHIPPED = AdmissionPolicy(POLICY_FILE)
+POLICY = SHIPPED.document
 
 
 def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Any:
@@ -58,25 +32,7 @@ def pod(annotations: dict[str, str] | None = None, labels: dict[str, str] | None
 def _evaluate(username: str, obj: Any, old: Any) -> tuple[dict[str, Any], list[str]]:
     """(variables, messages of the validations that fail) for one admission request."""
     operation = "CREATE" if old is None else "UPDATE"
-    activation: dict[str, Any] = {
-        "object": celpy.json_to_cel(obj),
-        "oldObject": celpy.json_to_cel(old),
-        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": username}}),
-    }
-    variables: dict[Any, Any] = {}
-    for name, program in VARIABLES:
-        activation["variables"] = celtypes.MapType(variables)
-        value = program.evaluate(activation)
-        assert not isinstance(value, celpy.CELEvalError), f"variable {name}: {value}"
-        variables[celtypes.StringType(name)] = value
-    activation["variables"] = celtypes.MapType(variables)
-    failed = []
-    for program, message in VALIDATIONS:
-        verdict = program.evaluate(activation)
-        assert isinstance(verdict, celtypes.BoolType), f"{message}: evaluated to {verdict!r}"
-        if not verdict:
-            failed.append(message)
-    return {str(k): v for k, v in variables.items()}, failed
+    return SHIPPED.evaluate({"operation": operation, "userInfo": {"username": username}}, obj, old)
 
 
 def denied(username: str, obj: Any, old: Any = None) -> list[str]:
@@ -207,7 +163,7 @@ def test_the_policy_and_the_webhook_agree_on_which_annotations_are_owned(key: st
 
 def test_the_trusted_users_are_the_deployed_service_accounts() -> None:
     def account(path: Path) -> str:
-        [sa] = [d for d in _documents(path) if d["kind"] == "ServiceAccount"]
+        [sa] = [d for d in documents(path) if d["kind"] == "ServiceAccount"]
         return f"system:serviceaccount:{sa['metadata']['namespace']}:{sa['metadata']['name']}"
 
     trusted = next(v for v in POLICY["spec"]["variables"] if v["name"] == "trusted")
@@ -224,7 +180,7 @@ def test_the_policy_is_bound_to_deny_on_pod_create_and_update_and_is_deployed() 
     assert any(
         {"CREATE", "UPDATE"} <= set(r["operations"]) and "pods" in r["resources"] for r in rules
     )
-    binding = _of_kind("ValidatingAdmissionPolicyBinding")
+    binding = SHIPPED.binding
     assert binding["spec"]["policyName"] == POLICY["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     kustomization = yaml.safe_load((DEPLOY / "scheduler" / "kustomization.yaml").read_text())

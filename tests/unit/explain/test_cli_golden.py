@@ -49,6 +49,7 @@ def test_json_carries_every_node_the_groups_and_the_suggestions(
     )
     report = json.loads(out)
     assert code == 1 and report["fits"] is False and report["placement"] is None
+    assert report["held"] is None  # a pod not created yet is nowhere
     assert [n["node"] for n in report["nodes"]] == ["cpu-1", "gpu-1", "gpu-2", "gpu-3"]
     assert {g["reason"]: g["count"] for g in report["groups"]} == {
         "CardInsufficientMemory": 2,
@@ -68,7 +69,62 @@ def test_a_pod_named_in_the_cluster_file_is_explained(
     )
     # It holds its own grant: explaining it must not count that grant against it.
     assert code == 0
-    assert out.startswith("pod ml/train-2: fits on 1/4 nodes; the scheduler would choose gpu-1")
+    assert out.startswith(
+        "pod ml/train-2: runs on gpu-1 and holds cards GPU-1b 30000 MiB 50% cores\n"
+        "  if it were scheduled again now, it fits on 1/4 nodes; the scheduler would choose gpu-1\n"
+    )
+
+
+# gpu-1's only card has shrunk under the pod that runs there; a second pod is bound to gpu-1 by
+# another scheduler, with no grant the scheduler counts
+SHRUNK = """
+nodes:
+  - name: gpu-1
+    gpus: [{uuid: GPU-1a, type: NVIDIA A40, memory: 8000}]
+pods:
+  - metadata: {name: big, namespace: ml, annotations: {hami.io/vgpu-node: gpu-1, hami.io/vgpu-devices-allocated: "GPU-1a,NVIDIA,20000,0:;"}}
+    spec: {schedulerName: vgpu-scheduler, nodeName: gpu-1, containers: [{name: main, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 20000}}}]}
+    status: {phase: Running}
+  - metadata: {name: elsewhere, namespace: ml}
+    spec: {schedulerName: default-scheduler, nodeName: gpu-1, containers: [{name: main, resources: {limits: {nvidia.com/gpu: 1}}}]}
+    status: {phase: Pending}
+"""
+
+
+@pytest.fixture
+def shrunk(tmp_path: Path) -> Path:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(SHRUNK)
+    return cluster
+
+
+def test_a_placed_pod_that_would_fit_nowhere_again_still_says_where_it_is(
+    capsys: pytest.CaptureFixture[str], shrunk: Path
+) -> None:
+    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(shrunk))
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "pod ml/big: runs on gpu-1 and holds cards GPU-1a 20000 MiB 0% cores",
+        "  if it were scheduled again now, it fits on 0/1 nodes: 1 insufficient memory",
+    ]
+
+    code, out, _ = explain(capsys, "ml/big", "--fake-cluster", str(shrunk), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["fits"] is False
+    assert report["held"] == {
+        "node": "gpu-1",
+        "phase": "Running",
+        "grants": [[{"uuid": "GPU-1a", "memory": 20000, "cores": 0}]],
+    }
+
+
+def test_a_pod_bound_without_a_counted_grant_says_so(
+    capsys: pytest.CaptureFixture[str], shrunk: Path
+) -> None:
+    _, out, _ = explain(capsys, "ml/elsewhere", "--fake-cluster", str(shrunk))
+    assert out.splitlines()[0] == (
+        "pod ml/elsewhere: is placed on gpu-1 (phase Pending) and holds no card the scheduler counts"
+    )
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,15 @@ def test_policy_runs_only_that_pair(
     assert [r["policy"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["spread/binpack"]
 
 
+def test_a_pair_named_twice_runs_once(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert simulate(
+        "--scenario", str(scenario_file), "--json", "--policy", "spread/binpack, spread/binpack"
+    ) == 0
+    assert [r["policy"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["spread/binpack"]
+
+
 def test_seed_changes_the_workload(scenario_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outputs = []
     for seed in ("1", "1", "2"):

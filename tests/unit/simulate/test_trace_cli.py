@@ -142,15 +142,50 @@ def test_options_of_the_scenario_simulator_are_refused_with_a_trace(
     assert message in capsys.readouterr().err
 
 
-def test_trace_options_without_a_trace_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert simulate("--policy", "fgd") == 2
-    assert "--policy fgd applies to a trace replay (--trace)" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("words", "option"),
+    [
+        (["--policy", "fgd"], "--policy fgd"),
+        (["--nodes", "n.csv"], "--nodes"),
+        (["--seeds", "3"], "--seeds"),
+    ],
+)
+def test_trace_options_without_a_trace_are_refused(
+    capsys: pytest.CaptureFixture[str], words: list[str], option: str
+) -> None:
+    assert simulate(*words) == 2
+    assert f"{option} applies to a trace replay (--trace)" in capsys.readouterr().err
 
 
-def test_an_unknown_policy_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("trace", [[], ["--trace", "default"]])
+@pytest.mark.parametrize("word", ["tetris", "binpack"])
+def test_an_unknown_policy_names_both_forms_and_what_a_trace_takes(
+    capsys: pytest.CaptureFixture[str], trace: list[str], word: str
+) -> None:
     with pytest.raises(SystemExit):
-        simulate("--trace", "default", "--policy", "fgd,tetris")
-    assert "'tetris' is not a known policy (use one of: random, dotprod" in capsys.readouterr().err
+        simulate(*trace, "--policy", f"fgd,{word}")
+    err = capsys.readouterr().err
+    assert (
+        f"'{word}' is not a policy: give NODE/GPU pairs of binpack, spread, fgd such as binpack/spread"
+        in err
+    )
+    assert (
+        "with --trace, the paper's policies (random, dotprod, gpuclustering, gpupacking, bestfit, fgd)"
+        in err
+    )
+    assert (
+        "and HAMi's pairs (binpack/binpack, binpack/spread, spread/binpack, spread/spread)" in err
+    )
+
+
+def test_a_policy_named_twice_is_replayed_once(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    twice = "fgd,binpack/spread,FGD,binpack/spread"
+    trace = ["--trace", str(files[0]), "--nodes", str(files[1]), "--seeds", "1", "--json"]
+    assert simulate(*trace, "--policy", twice) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [run["policy"] for run in runs] == ["fgd", "binpack/spread"]
 
 
 def test_a_bad_trace_row_exits_2_naming_file_line_and_column(

@@ -22,9 +22,11 @@ what it lacks: memory, cores, slices, type, uuid, NUMA, namespace quota), nodes 
 reason; the node and cards the pod would get; and, when it fits nowhere, the smallest changes
 that would place it (fewer MiB or cores per card, other card types, more quota, or named pods
 finishing). It runs the scheduler's own placement rules on what the cluster holds now and
-never writes to the cluster.
+never writes to the cluster. For a pod that is already placed it first says where it runs and
+the cards it holds, then how it would fare if it were scheduled again now.
 
-Exit status: 0 the pod fits, 1 it fits nowhere, 2 the pod or the cluster cannot be read.
+Exit status: 0 the pod fits (or is already placed), 1 it fits nowhere, 2 the pod or the
+cluster cannot be read.
 """
 
 EPILOG = """\
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(explanation.to_dict(), indent=2))
     else:
         print("\n".join(explanation.lines()))
-    return 0 if explanation.fits else 1
+    return 0 if explanation.fits or explanation.held is not None else 1
 
 
 def _pod(args: argparse.Namespace, cluster: ClusterPort) -> Pod:

@@ -5,10 +5,12 @@ It does not read the grant-signing keys (a person running it seldom may read tha
 grant counts when its pod names the scheduler, as with signing off. Forged grants can therefore
 make a node look fuller here than the scheduler sees it, never emptier."""
 
+from dataclasses import replace
+
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import Pod, SchedulingConfig, plan_pod
-from vgpu.domain.explain import Explanation, explain
+from vgpu.domain.explain import Explanation, Held, explain
 from vgpu.domain.preemption import Victim
 from vgpu.domain.quota import pod_charge
 from vgpu.ports.cluster import ClusterPort
@@ -35,7 +37,8 @@ class Inquiry:
 
     def explain(self, pod: Pod) -> Explanation:
         """Raises DomainError for a pod whose GPU request cannot be read and NotAGpuPod for a
-        pod without one."""
+        pod without one. A pod that already holds cards (or is bound to a node) is explained
+        as if it were scheduled again, left out of the usage, and `held` says where it is."""
         scheduling, cluster, state = self._scheduling, self._cluster, self._state
         plan = plan_pod(pod, scheduling)
         if plan is None:
@@ -60,4 +63,10 @@ class Inquiry:
                 pod_charge(allocation.grants, init_count),
             )
             holders.append((allocation.node, victim))
-        return explain(plan, views, budget, broken, holders)
+        explanation = explain(plan, views, budget, broken, holders)
+        own = state.ledger.allocation(plan.key)
+        if own is not None:
+            return replace(explanation, held=Held(own.node, pod.phase, own.grants))
+        if pod.node_name:
+            return replace(explanation, held=Held(pod.node_name, pod.phase))
+        return explanation

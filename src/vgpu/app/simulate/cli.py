@@ -11,6 +11,7 @@ from typing import Any
 
 from vgpu.domain.errors import DomainError
 from vgpu.domain.fragmentation import PaperPolicy, parse_paper_policy
+from vgpu.domain.policy import Policy
 
 from .engine import ALL_PAIRS, PolicyPair
 from .outputs import plots_unavailable, save_report, with_progress
@@ -55,7 +56,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seeds",
         type=_whole(1),
-        default=SEEDS,
         help=f"with --trace: how many seeds, from --seed on (default {SEEDS}, as the paper)",
     )
     parser.add_argument(
@@ -94,14 +94,25 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+POLICY_FORMS = (
+    f"give NODE/GPU pairs of {', '.join(p.value for p in Policy)} such as binpack/spread; with "
+    f"--trace, the paper's policies ({', '.join(p.value for p in PaperPolicy)}) and HAMi's pairs "
+    f"({', '.join(pair.label for pair in ALL_PAIRS)})"
+)
+
+
 def _policies(text: str) -> list[PolicyPair | PaperPolicy]:
-    """Pairs (`binpack/spread`) and the paper's policy names, in the order given."""
+    """Pairs (`binpack/spread`) and the paper's policy names, in the order given, each once."""
     chosen: list[PolicyPair | PaperPolicy] = []
     for item in (part.strip() for part in text.split(",")):
         try:
-            chosen.append(PolicyPair.parse(item) if "/" in item else parse_paper_policy(item))
-        except (ValueError, DomainError) as exc:
+            policy = PolicyPair.parse(item) if "/" in item else parse_paper_policy(item)
+        except DomainError:  # a word that is not one of the paper's policies
+            raise argparse.ArgumentTypeError(f"{item!r} is not a policy: {POLICY_FORMS}") from None
+        except ValueError as exc:  # a pair with an unknown half: the message names it
             raise argparse.ArgumentTypeError(str(exc)) from None
+        if policy not in chosen:
+            chosen.append(policy)
     return chosen
 
 
@@ -132,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"vgpu simulate: {clash}", file=sys.stderr)
             return 2
         return run_trace(args, args.policy or ())
-    if named or args.nodes is not None:
-        given = f"--policy {named[0].value}" if named else "--nodes"
+    if named or args.nodes is not None or args.seeds is not None:
+        given = f"--policy {named[0].value}" if named else "--nodes" if args.nodes else "--seeds"
         print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
         return 2
     if args.print_scenario:

@@ -84,6 +84,7 @@ class Ledger:
         self._index.settle(self.view)
 
     def nodes(self) -> list[str]:
+        """The names of the nodes with cards set (`set_node`), sorted."""
         return sorted(self._devices)
 
     def view(self, node: str, exclude_pod: str | None = None) -> NodeView:
@@ -133,6 +134,7 @@ class Ledger:
         )
 
     def usage(self, node: str, uuid: str) -> Usage:
+        """What the pods hold of one card (idle for an unknown node or card)."""
         return self._usage.get(node, {}).get(uuid, IDLE)
 
     # pods ------------------------------------------------------------------------------------
@@ -192,6 +194,7 @@ class Ledger:
         return True
 
     def allocation(self, pod: str) -> PodAllocation | None:
+        """The pod's grants, node and hold (`namespace/name`), or None when it holds none."""
         return self._pods.get(pod)
 
     def misfit(self, pod: str) -> str | None:
@@ -228,6 +231,7 @@ class Ledger:
         return None
 
     def pods(self) -> list[PodAllocation]:
+        """Every pod that holds grants, with its node, grants and hold per card."""
         return list(self._pods.values())
 
     def record_pod(self, pod: Pod, vendor: Vendor) -> list[str]:

@@ -20,6 +20,8 @@ MAX_MIG_SLICES = 64  # a bound on hostile numbers: NVIDIA's GPUs have 8 memory s
 
 @dataclass(frozen=True, slots=True)
 class MigPlacement:
+    """Where a MIG instance sits on its GPU: `size` memory slices from slice `start`."""
+
     start: int
     size: int
 
@@ -30,6 +32,7 @@ class MigPlacement:
             )
 
     def overlaps(self, other: "MigPlacement") -> bool:
+        """Whether the two placements share a slice."""
         return self.start < other.start + other.size and other.start < self.start + self.size
 
     @property
@@ -97,4 +100,5 @@ class MigSlot:
 
     @property
     def mask(self) -> int:
+        """The slices the instance occupies, as bits (`MigPlacement.mask`)."""
         return self.placement.mask

@@ -25,6 +25,8 @@ from vgpu.domain.mig.allocations import (
 from vgpu.domain.vendor import ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, Vendor
 
 GRANT_SIGNATURE_ANNOTATION = "vgpu.io/grant-signature"
+"""The pod annotation holding the scheduler's signature of its grant: `<key name>:<HMAC>`
+(`KeyRing.sign`)."""
 MIN_KEY_BYTES = 32
 _KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,63}")
 _DOMAIN_TAG = "vgpu-grant-v1"
@@ -45,6 +47,7 @@ class GrantClaim:
     mig_reservations: str = ""  # hami.io/vgpu-mig-allocations without runtime fields
 
     def message(self) -> bytes:
+        """The bytes the signature covers: the claim's fields as one JSON array."""
         # JSON keeps field boundaries unambiguous whatever characters the fields hold; a grant
         # without MIG devices signs the same four fields as before MIG existed
         fields = [_DOMAIN_TAG, self.pod_uid, self.node, self.assigned_time, self.allocated]

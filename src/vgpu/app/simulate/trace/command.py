@@ -28,7 +28,7 @@ def run_trace(args: argparse.Namespace, policies: Sequence[TracePolicy]) -> int:
         print(f"vgpu simulate: invalid trace:\n{exc}", file=sys.stderr)
         return 2
     first = FIRST_SEED if args.seed is None else args.seed
-    seeds = list(range(first, first + args.seeds))
+    seeds = list(range(first, first + (args.seeds or SEEDS)))
     chosen = list(policies) or [*PaperPolicy, *ALL_PAIRS]
     runs = with_progress(
         f"replaying {trace.name}: {len(chosen) * len(seeds)} runs",
