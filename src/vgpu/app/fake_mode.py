@@ -23,6 +23,8 @@ The file (every section optional)::
       - namespace: team-a
         name: gpu-quota
         hard: {limits.nvidia.com/gpumem: "20000", limits.nvidia.com/gpucores: "200"}
+    resourceSlices: [...]           # DRA objects (resource.k8s.io/v1), as the API shows them;
+    resourceClaims: [...]           # also resourceClaimTemplates and deviceClasses
 
 In this mode the scheduler also plays the API server's part for pods: a pod named in a filter
 request that the file does not list is created (pending) so that its annotations can be written
@@ -42,6 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.adapters.fake.dra import FakeDraObjects
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.errors import ConfigError, listed_problems
 from vgpu.app.key_ring import new_key_ring
@@ -95,22 +98,41 @@ class FakeClusterFile(_Model):
     nodes: list[NodeEntry] = []
     pods: list[dict[str, Any]] = []
     quotas: list[QuotaEntry] = []
+    # DRA objects (resource.k8s.io/v1) as `kubectl get -o yaml` shows them; read by the
+    # processes that use DRA (vgpu explain), checked field by field when they are read
+    resourceClaims: list[dict[str, Any]] = []
+    resourceClaimTemplates: list[dict[str, Any]] = []
+    resourceSlices: list[dict[str, Any]] = []
+    deviceClasses: list[dict[str, Any]] = []
 
 
 def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     """A FakeCluster filled from the YAML or JSON file; FakeClusterError names entry and field."""
+    spec, manifests = _read(path)
+    return build_fake_cluster(spec, vendor, str(path), manifests)
+
+
+def load_fake_dra(path: Path) -> FakeDraObjects:
+    """The DRA objects the file lists (its `resourceClaims`, `resourceClaimTemplates`,
+    `resourceSlices` and `deviceClasses`); FakeClusterError names the entry and field."""
+    spec, _ = _read(path)
+    return FakeDraObjects(
+        spec.resourceClaims, spec.resourceClaimTemplates, spec.resourceSlices, spec.deviceClasses
+    )
+
+
+def _read(path: Path) -> tuple[FakeClusterFile, Iterable[Any]]:
     what = "fake cluster file"
     try:
         # the pods skip the model: each manifest is decoded, read into a Pod and let go, so a
         # large cluster is never held as manifests and pods together (the process's RSS keeps
         # what its peak took)
         raw, manifests = read_mapping_streaming(path, what, "pods")
-        spec = FakeClusterFile.model_validate(raw)
+        return FakeClusterFile.model_validate(raw), manifests
     except ConfigError as exc:
         raise FakeClusterError(str(exc)) from None
     except ValidationError as exc:
         raise FakeClusterError(listed_problems(exc, f"{what} {path}")) from None
-    return build_fake_cluster(spec, vendor, str(path), manifests)
 
 
 def build_fake_cluster(

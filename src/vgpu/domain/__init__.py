@@ -10,11 +10,17 @@ Typical use (see README "Embedding the domain")::
         ledger.grant(plan.key, decision.node, decision.grants, plan.init_count)
         annotation = encode_pod_grants(decision.grants)
 
+Kubernetes DRA (`resource.k8s.io/v1`) is `vgpu.domain.dra`: its values, JSON, and
+kube-scheduler's allocation with consumable capacity. The names an embedder starts from are
+here too (`ResourceClaim`, `ResourceSlice`, `DeviceClass`, `Allocator`, `AllocatedDevices`,
+...); a DRA device is `vgpu.domain.dra.Device` (`Device` here is a GPU as HAMi registers it).
+
 HAMi's own steps can be asked one by one too (card order for a policy string, node-lock rules,
 MIG geometry, topology helpers, its encoders and reason tokens): the README's table maps each
 HAMi function to its name here.
 """
 
+from vgpu.domain import dra
 from vgpu.domain.admission import AdmissionConfig, AdmissionDecision, admit
 from vgpu.domain.allocation import (
     AllocationConfig,
@@ -43,9 +49,31 @@ from vgpu.domain.decision import (
     plan_pod,
 )
 from vgpu.domain.device import Device, Usage
+from vgpu.domain.dra import (
+    AllocatedDevices,
+    Allocation,
+    AllocationOutcome,
+    Allocator,
+    CannotAllocate,
+    DeviceClass,
+    DeviceId,
+    DeviceVerdict,
+    GpuCard,
+    ResourceClaim,
+    ResourceSlice,
+    SelectorError,
+    gpu_device,
+    node_slice,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+    resource_claim_json,
+    resource_slice_json,
+)
 from vgpu.domain.errors import (
     CodecError,
     DomainError,
+    DraError,
     LedgerError,
     PolicyError,
     RequestError,
@@ -114,9 +142,14 @@ __all__ = [
     "SCORE_ANNOTATION",
     "AdmissionConfig",
     "AdmissionDecision",
+    "AllocatedDevices",
+    "Allocation",
     "AllocationConfig",
     "AllocationInput",
+    "AllocationOutcome",
+    "Allocator",
     "Budget",
+    "CannotAllocate",
     "CardRejection",
     "ClusterNode",
     "CodecError",
@@ -125,8 +158,13 @@ __all__ = [
     "ContainerRequest",
     "Decision",
     "Device",
+    "DeviceClass",
     "DeviceGrant",
+    "DeviceId",
+    "DeviceVerdict",
     "DomainError",
+    "DraError",
+    "GpuCard",
     "GpuLink",
     "GrantClaim",
     "HamiVersion",
@@ -159,9 +197,12 @@ __all__ = [
     "Reason",
     "RequestDefaults",
     "RequestError",
+    "ResourceClaim",
+    "ResourceSlice",
     "SchedulingConfig",
     "ScoredCard",
     "ScoringWeights",
+    "SelectorError",
     "SigningError",
     "Topology",
     "Usage",
@@ -178,6 +219,7 @@ __all__ = [
     "decode_node_devices",
     "decode_pair_scores",
     "decode_pod_grants",
+    "dra",
     "encode_mig_profiles",
     "encode_node_devices",
     "encode_node_devices_csv",
@@ -186,6 +228,7 @@ __all__ = [
     "encode_vendor_grants",
     "fit_pod",
     "gen_reason",
+    "gpu_device",
     "group_score",
     "is_mig_request",
     "least_connected_card",
@@ -201,12 +244,16 @@ __all__ = [
     "node_lock_expiry",
     "node_lock_value",
     "node_score",
+    "node_slice",
     "order_scored_cards",
     "pair_scores",
+    "parse_device_class",
     "parse_go_duration",
     "parse_node_lock",
     "parse_reason",
     "parse_request",
+    "parse_resource_claim",
+    "parse_resource_slice",
     "parse_scoring_weights",
     "placement_order",
     "plan_pod",
@@ -215,6 +262,8 @@ __all__ = [
     "pod_hold",
     "pod_policies",
     "policy_contains",
+    "resource_claim_json",
+    "resource_slice_json",
     "sort_keys",
     "sorts_before",
 ]

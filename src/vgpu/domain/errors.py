@@ -38,3 +38,21 @@ def brief(value: object, limit: int = 80) -> str:
     if len(shown) <= limit:
         return shown
     return f"{shown[:limit]}... ({len(shown)} characters)"
+
+
+class DraError(DomainError):
+    """A `resource.k8s.io/v1` object (ResourceSlice, ResourceClaim, DeviceClass) with a field
+    that cannot be read: the message names the object, the field's path and its value."""
+
+    def __init__(self, obj: str, path: str, value: object, problem: str) -> None:
+        self.obj = obj
+        self.path = path
+        self.value = value
+        super().__init__(f"{obj}: {path}: {brief(value)} {problem}")
+
+    @classmethod
+    def missing(cls, obj: str, path: str) -> "DraError":
+        """A required field that is absent (or null)."""
+        error = cls(obj, path, None, "")
+        error.args = (f"{obj}: {path}: missing",)
+        return error

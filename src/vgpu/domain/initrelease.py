@@ -130,5 +130,3 @@ def _succeeded(status: Mapping[str, Any] | None) -> bool:
     state = object_field(status.get("state"), "state")
     terminated = state.get("terminated")
     return isinstance(terminated, Mapping) and terminated.get("exitCode") == 0
-
-

@@ -27,6 +27,17 @@ class Container:
 
 
 @dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One entry of a pod's `spec.resourceClaims`: the ResourceClaim it names, or the
+    template one is made from (`claim` is then the made claim's name, from
+    `status.resourceClaimStatuses`, or "" until it exists)."""
+
+    name: str
+    claim: str = ""
+    template: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     """A pod's identity, annotations and containers, init containers first.
 
@@ -52,6 +63,7 @@ class Pod:
     priority: int = 0  # spec.priority, as the API server resolved it from the PriorityClass
     init_status: InitProgress | None = None  # from status.initContainerStatuses, when read
     deleting: bool = False  # metadata.deletionTimestamp is set: the pod is going away
+    claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims (DRA)
 
     @property
     def init_progress(self) -> InitProgress:
@@ -123,8 +135,29 @@ def pod_from_manifest(manifest: Mapping[str, Any]) -> Pod:
         resource_version=str(meta.get("resourceVersion") or ""),
         priority=_priority(spec.get("priority")),
         init_status=init_progress(manifest),
+        claims=_claims(spec, status),
         deleting=bool(meta.get("deletionTimestamp")),
     )
+
+
+def _claims(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[PodClaim, ...]:
+    """`spec.resourceClaims`, with the names of the claims made from templates."""
+    entries = list_field(spec.get("resourceClaims"), "resourceClaims")
+    if not entries:
+        return ()
+    made = {
+        str(s.get("name")): str(s.get("resourceClaimName") or "")
+        for s in list_field(status.get("resourceClaimStatuses"), "resourceClaimStatuses")
+        if isinstance(s, Mapping)
+    }
+    claims = []
+    for entry in entries:
+        entry = object_field(entry, "resourceClaims[]")
+        name = str(entry.get("name") or "")
+        template = str(entry.get("resourceClaimTemplateName") or "")
+        claim = str(entry.get("resourceClaimName") or "") or made.get(name, "")
+        claims.append(PodClaim(name, claim, template))
+    return tuple(claims)
 
 
 def _priority(value: Any) -> int:
@@ -133,8 +166,6 @@ def _priority(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise DomainError(f"pod spec.priority must be an integer, got {value!r}")
     return value
-
-
 
 
 def _container(raw: Any, *, is_init: bool) -> Container:

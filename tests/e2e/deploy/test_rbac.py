@@ -30,6 +30,9 @@ EXERCISED = {
     "access_review.py", "api.py", "cluster.py", "informer.py", "keys.py", "leader.py",
     "nodelock.py", "webhook_tls.py",
 }
+# modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
+# component's service account makes these calls
+READ_BY_PEOPLE = {"dra_reader.py"}
 # secure metrics: the scheduler's and the monitor's listeners review each scrape's token
 SECURE_METRICS = ("metrics.secure.enabled=true",)
 # rules granted for calls the processes do not make yet: (component, verb, resource)
@@ -238,7 +241,8 @@ COMPONENTS: dict[str, tuple[str, Exercise, tuple[str, ...]]] = {
 def test_every_module_that_calls_the_api_is_exercised_here() -> None:
     callers = {p.name for p in ADAPTERS.glob("*.py") if "self._api." in p.read_text()
                or "KubeApi(" in p.read_text()}
-    assert callers - EXERCISED == set(), "add the new module's calls to this test and the chart"
+    missing = callers - EXERCISED - READ_BY_PEOPLE
+    assert missing == set(), "add the new module's calls to this test and the chart"
 
 
 @pytest.mark.parametrize("component", COMPONENTS)

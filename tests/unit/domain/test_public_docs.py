@@ -1,5 +1,5 @@
-"""What the README promises embedders: every name in `vgpu.domain.__all__` has a docstring, and
-so has every public method and property of its classes. A constant or a type alias has its
+"""What the README promises embedders: every name in `vgpu.domain.__all__` (and in
+`vgpu.domain.dra.__all__`, the DRA face) has a docstring, exactly once in `__all__`, and so has every public method and property of its classes. A constant or a type alias has its
 docstring as a string right after its assignment, where editors and documentation tools
 read it."""
 
@@ -9,13 +9,20 @@ import importlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 import vgpu.domain
+import vgpu.domain.dra
 
-NAMES = sorted(vgpu.domain.__all__)
+FACES = (vgpu.domain, vgpu.domain.dra)
+NAMES = [(face, name) for face in FACES for name in sorted(face.__all__)]
+
+
+def ids(case: Any) -> str:
+    return f"{case[0].__name__}.{case[1]}" if isinstance(case, tuple) else str(case)
 
 
 def own_docstring(obj: Any) -> str:
@@ -39,14 +46,13 @@ def public_members(cls: type) -> Iterator[tuple[str, Any]]:
             yield name, member
 
 
-def source_of(name: str) -> tuple[str, ast.Module]:
-    """The module `vgpu.domain` imports `name` from, parsed."""
-    init = ast.parse(Path(vgpu.domain.__file__).read_text(encoding="utf-8"))
-    for node in init.body:
+def source_of(face: ModuleType, name: str) -> tuple[str, ast.Module]:
+    """The module that assigns `name`, following `face`'s re-exports, parsed."""
+    tree = ast.parse(Path(str(face.__file__)).read_text(encoding="utf-8"))
+    for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
-            module = importlib.import_module(str(node.module))
-            return str(node.module), ast.parse(inspect.getsource(module))
-    raise AssertionError(f"vgpu.domain does not import {name}")
+            return source_of(importlib.import_module(str(node.module)), name)
+    return face.__name__, tree
 
 
 def attribute_docstring(tree: ast.Module, name: str) -> str:
@@ -66,23 +72,34 @@ def attribute_docstring(tree: ast.Module, name: str) -> str:
     return ""
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_public_name_has_a_docstring(name: str) -> None:
-    obj = getattr(vgpu.domain, name)
-    if isinstance(obj, type) or inspect.isfunction(obj):
-        assert own_docstring(obj), f"vgpu.domain.{name} has no docstring"
+@pytest.mark.parametrize("case", NAMES, ids=ids)
+def test_every_public_name_has_a_docstring(case: tuple[ModuleType, str]) -> None:
+    face, name = case
+    obj = getattr(face, name)
+    if isinstance(obj, type) or inspect.isfunction(obj) or inspect.ismodule(obj):
+        assert own_docstring(obj), f"{face.__name__}.{name} has no docstring"
     else:
-        module, tree = source_of(name)
+        module, tree = source_of(face, name)
         assert attribute_docstring(tree, name), (
             f"{module}.{name} has no docstring: a string right after its assignment"
         )
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if isinstance(getattr(vgpu.domain, n), type)])
-def test_every_public_method_of_a_public_class_has_a_docstring(name: str) -> None:
-    cls = getattr(vgpu.domain, name)
+@pytest.mark.parametrize(
+    "case", [(f, n) for f, n in NAMES if isinstance(getattr(f, n), type)], ids=ids
+)
+def test_every_public_method_of_a_public_class_has_a_docstring(
+    case: tuple[ModuleType, str],
+) -> None:
+    face, name = case
+    cls = getattr(face, name)
     missing = [f"{name}.{m}" for m, member in public_members(cls) if not own_docstring(member)]
     assert missing == []
+
+
+@pytest.mark.parametrize("face", FACES, ids=lambda f: f.__name__)
+def test_each_public_name_is_exported_once(face: ModuleType) -> None:
+    assert len(set(face.__all__)) == len(face.__all__)
 
 
 def test_the_checks_tell_a_written_docstring_from_a_made_up_one() -> None:

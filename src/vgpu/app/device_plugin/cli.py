@@ -168,4 +168,3 @@ def serve(
         if server is not None:
             server.stop()
     return 0
-

@@ -14,6 +14,7 @@ from vgpu.app.fake_mode import FakeClusterError
 from vgpu.app.scheduler.config import load_config
 from vgpu.app.settings import read_yaml_mapping
 from vgpu.domain import DomainError, Pod, pod_from_manifest
+from vgpu.domain.explain import Explanation
 from vgpu.ports.cluster import ClusterError, ClusterPort
 
 DESCRIPTION = """\
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(explanation.to_dict(), indent=2))
     else:
         print("\n".join(explanation.lines()))
-    return 0 if explanation.fits or explanation.held is not None else 1
+    placed = isinstance(explanation, Explanation) and explanation.held is not None
+    return 0 if explanation.fits or placed else 1
 
 
 def _pod(args: argparse.Namespace, cluster: ClusterPort) -> Pod:

@@ -1,5 +1,6 @@
 """The composition root of `vgpu explain`: config -> cluster (the file's, or the API read once)
--> the scheduler's state and follower -> the inquiry.
+-> the scheduler's state and follower -> the inquiry; for pods with DRA claims the DRA
+objects (the file's, or the API's) -> the DRA inquiry.
 
 Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it go).
 """
@@ -7,16 +8,19 @@ Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dependency_injector import containers, providers
 
+from vgpu.app.explain.dra_inquiry import DraInquiry
 from vgpu.app.explain.inquiry import Inquiry
-from vgpu.app.fake_mode import load_fake_cluster
+from vgpu.app.fake_mode import load_fake_cluster, load_fake_dra
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.dra import DraReadPort
 
 
 def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterator[ClusterPort]:
@@ -25,19 +29,34 @@ def open_cluster(config: SchedulerConfig, fake_cluster_file: Path | None) -> Ite
     if fake_cluster_file is not None:
         yield load_fake_cluster(fake_cluster_file, config.vendor())
         return
-    from vgpu.adapters.kubernetes import (  # the client is heavy; load on use
-        ConnectionSettings,
-        KubernetesCluster,
-        new_api_client,
-    )
+    from vgpu.adapters.kubernetes import KubernetesCluster  # the client is heavy; load on use
 
-    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
-    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
-    cluster = KubernetesCluster(client, component="vgpu-explain", owns_client=True)
+    cluster = KubernetesCluster(_api_client(config), component="vgpu-explain", owns_client=True)
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+def open_dra(config: SchedulerConfig, fake_cluster_file: Path | None) -> Iterator[DraReadPort]:
+    """The DRA objects the fake cluster file lists, or the API's (its own connection)."""
+    if fake_cluster_file is not None:
+        yield load_fake_dra(fake_cluster_file)
+        return
+    from vgpu.adapters.kubernetes import KubernetesDraReader
+
+    client = _api_client(config)
+    try:
+        yield KubernetesDraReader(client)
+    finally:
+        client.close()
+
+
+def _api_client(config: SchedulerConfig) -> Any:
+    from vgpu.adapters.kubernetes import ConnectionSettings, new_api_client
+
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    return new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
 
 
 def believe_named_grants(config: SchedulerConfig) -> GrantTrust:
@@ -61,10 +80,13 @@ class ExplainContainer(containers.DeclarativeContainer):
         providers.Object(time.time),
         providers.Singleton(believe_named_grants, config),
     )
+    dra = providers.Resource(open_dra, config, fake_cluster_file)
+    dra_inquiry = providers.Singleton(DraInquiry, dra, cluster)
     inquiry = providers.Singleton(
         Inquiry,
         cluster,
         state,
         follower,
         providers.Callable(lambda c: c.scheduling(), config),
+        dra_inquiry.provider,
     )

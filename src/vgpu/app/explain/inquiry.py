@@ -5,11 +5,14 @@ It does not read the grant-signing keys (a person running it seldom may read tha
 grant counts when its pod names the scheduler, as with signing off. Forged grants can therefore
 make a node look fuller here than the scheduler sees it, never emptier."""
 
+from collections.abc import Callable
 from dataclasses import replace
 
+from vgpu.app.explain.dra_inquiry import DraInquiry
 from vgpu.app.scheduler.follower import ClusterFollower
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import Pod, SchedulingConfig, plan_pod
+from vgpu.domain.dra import ClaimsExplanation
 from vgpu.domain.explain import Explanation, Held, explain
 from vgpu.domain.preemption import Victim
 from vgpu.domain.quota import pod_charge
@@ -29,20 +32,30 @@ class Inquiry:
         state: SchedulerState,
         follower: ClusterFollower,
         scheduling: SchedulingConfig,
+        dra: Callable[[], DraInquiry],
     ) -> None:
+        """`dra` gives the inquiry for pods that ask for devices through DRA claims (made
+        when one does: it reads the DRA objects)."""
         self._cluster = cluster
         self._state = state
         self._follower = follower
         self._scheduling = scheduling
+        self._dra = dra
 
-    def explain(self, pod: Pod) -> Explanation:
-        """Raises DomainError for a pod whose GPU request cannot be read and NotAGpuPod for a
-        pod without one. A pod that already holds cards (or is bound to a node) is explained
-        as if it were scheduled again, left out of the usage, and `held` says where it is."""
+    def explain(self, pod: Pod) -> Explanation | ClaimsExplanation:
+        """Raises DomainError for a pod whose GPU request (or one of its own claims) cannot be
+        read and NotAGpuPod for a pod that asks for neither. A pod that already holds cards (or
+        is bound to a node) is explained as if it were scheduled again, left out of the usage,
+        and `held` says where it is."""
+        if pod.claims:
+            return self._dra().explain(pod)
         scheduling, cluster, state = self._scheduling, self._cluster, self._state
         plan = plan_pod(pod, scheduling)
         if plan is None:
-            raise NotAGpuPod(f"pod {pod.key} asks for no {scheduling.vendor.count_resource}")
+            raise NotAGpuPod(
+                f"pod {pod.key} asks for no {scheduling.vendor.count_resource} and names no "
+                "resource claims"
+            )
         self._follower.rebuild(cluster)
         names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
         views, broken = state.snapshot_views(names, exclude_pod=plan.key)

@@ -30,7 +30,11 @@ from vgpu.ports.webhook_tls import StoredCerts, WebhookTLSPort
 log = logging.getLogger(__name__)
 
 CA_CERT, CA_KEY, CA_BUNDLE, TLS_CERT, TLS_KEY = (
-    "ca.crt", "ca.key", "ca-bundle.crt", "tls.crt", "tls.key"
+    "ca.crt",
+    "ca.key",
+    "ca-bundle.crt",
+    "tls.crt",
+    "tls.key",
 )
 _ATTEMPTS = 5
 
@@ -150,9 +154,13 @@ class WebhookCerts:
         until = now + datetime.timedelta(days=self._config.validity_days)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         # a name of its own per CA: a bundle holding the previous CA too stays unambiguous
-        ca_name = x509.Name([x509.NameAttribute(
-            NameOID.COMMON_NAME, f"{self._config.service_name}-ca@{int(now.timestamp())}"
-        )])
+        ca_name = x509.Name(
+            [
+                x509.NameAttribute(
+                    NameOID.COMMON_NAME, f"{self._config.service_name}-ca@{int(now.timestamp())}"
+                )
+            ]
+        )
         ca = (
             certificate_builder(ca_name, ca_name, ca_key.public_key(), now, until)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -167,7 +175,10 @@ class WebhookCerts:
         cert = (
             certificate_builder(
                 x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]),
-                ca_name, key.public_key(), now, until,
+                ca_name,
+                key.public_key(),
+                now,
+                until,
             )
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(

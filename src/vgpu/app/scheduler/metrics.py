@@ -96,9 +96,7 @@ class _Gauge:
         self._lines: list[str] = []
 
     def add_metric(self, values: Sequence[str], value: float) -> None:
-        pairs = ",".join(
-            f'{n}="{_escape(v)}"' for n, v in zip(self._labels, values, strict=True)
-        )
+        pairs = ",".join(f'{n}="{_escape(v)}"' for n, v in zip(self._labels, values, strict=True))
         sample = f"{self.name}{{{pairs}}}" if pairs else self.name
         self._lines.append(f"{sample} {float(value)!r}\n")
 
@@ -121,15 +119,18 @@ def build_info() -> _Gauge:
         package = "unknown"
     info = _Gauge(
         "hami_build_info",
-        "Build information of this vgpu process (go_version and compiler name the Python "
-        "runtime).",
+        "Build information of this vgpu process (go_version and compiler name the Python runtime).",
         ["version", "revision", "build_date", "go_version", "compiler", "platform"],
     )
     machine = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     info.add_metric(
         [
-            package, "unknown", "unknown", f"python{platform.python_version()}",
-            platform.python_implementation().lower(), f"{sys.platform}/{machine}",
+            package,
+            "unknown",
+            "unknown",
+            f"python{platform.python_version()}",
+            platform.python_implementation().lower(),
+            f"{sys.platform}/{machine}",
         ],
         1,
     )
@@ -145,14 +146,16 @@ class _Family:
 
     @classmethod
     def of(
-        cls, name: str, legacy_name: str | None, help_text: str,
-        labels: tuple[Sequence[str], Sequence[str]], legacy: bool,
+        cls,
+        name: str,
+        legacy_name: str | None,
+        help_text: str,
+        labels: tuple[Sequence[str], Sequence[str]],
+        legacy: bool,
     ) -> "_Family":
         current = _Gauge(name, help_text, [*labels[0], "zone"])
         twin = (
-            _Gauge(legacy_name, help_text, [*labels[1], "zone"])
-            if legacy and legacy_name
-            else None
+            _Gauge(legacy_name, help_text, [*labels[1], "zone"]) if legacy and legacy_name else None
         )
         return cls(current, twin)
 
@@ -207,28 +210,58 @@ class _StateGauges:
         yield unsigned
 
     def _family(
-        self, name: str, legacy_name: str | None, help_text: str,
+        self,
+        name: str,
+        legacy_name: str | None,
+        help_text: str,
         labels: tuple[Sequence[str], Sequence[str]],
     ) -> _Family:
         return _Family.of(name, legacy_name, help_text, labels, self._legacy)
 
     def _cards(self, snapshot: Snapshot) -> Iterable[_Gauge]:
         f = self._family
-        memory_limit = f("hami_gpu_memory_limit_bytes", "GPUDeviceMemoryLimit",
-                         "Device memory limit for a certain GPU, bytes.", _CARD)
-        core_limit = f("hami_gpu_core_limit_ratio", "GPUDeviceCoreLimit",
-                       "Device core limit for a certain GPU (100 per GPU).", _CARD)
-        memory_used = f("hami_gpu_memory_allocated_bytes", "GPUDeviceMemoryAllocated",
-                        "Device memory allocated for a certain GPU, bytes.", _CARD_CORES)
-        shared = f("hami_gpu_shared_count", "GPUDeviceSharedNum",
-                   "Number of containers sharing this GPU.", _CARD)
-        core_used = f("hami_gpu_core_allocated_ratio", "GPUDeviceCoreAllocated",
-                      "Device core allocated for a certain GPU.", _CARD)
-        overview = f("hami_node_gpu_overview", "nodeGPUOverview",
-                     "GPU overview on a certain node: memory allocated, bytes.", _OVERVIEW)
-        ratio = f("hami_node_gpu_memory_allocated_ratio", "nodeGPUMemoryPercentage",
-                  "GPU memory allocated as a fraction (0-1) of a certain GPU.",
-                  (_CARD[0], _RATIO_LEGACY))
+        memory_limit = f(
+            "hami_gpu_memory_limit_bytes",
+            "GPUDeviceMemoryLimit",
+            "Device memory limit for a certain GPU, bytes.",
+            _CARD,
+        )
+        core_limit = f(
+            "hami_gpu_core_limit_ratio",
+            "GPUDeviceCoreLimit",
+            "Device core limit for a certain GPU (100 per GPU).",
+            _CARD,
+        )
+        memory_used = f(
+            "hami_gpu_memory_allocated_bytes",
+            "GPUDeviceMemoryAllocated",
+            "Device memory allocated for a certain GPU, bytes.",
+            _CARD_CORES,
+        )
+        shared = f(
+            "hami_gpu_shared_count",
+            "GPUDeviceSharedNum",
+            "Number of containers sharing this GPU.",
+            _CARD,
+        )
+        core_used = f(
+            "hami_gpu_core_allocated_ratio",
+            "GPUDeviceCoreAllocated",
+            "Device core allocated for a certain GPU.",
+            _CARD,
+        )
+        overview = f(
+            "hami_node_gpu_overview",
+            "nodeGPUOverview",
+            "GPU overview on a certain node: memory allocated, bytes.",
+            _OVERVIEW,
+        )
+        ratio = f(
+            "hami_node_gpu_memory_allocated_ratio",
+            "nodeGPUMemoryPercentage",
+            "GPU memory allocated as a fraction (0-1) of a certain GPU.",
+            (_CARD[0], _RATIO_LEGACY),
+        )
         for view in snapshot.views:
             for device in view.devices:
                 usage = view.usage.get(device.uuid) or Usage()
@@ -249,10 +282,18 @@ class _StateGauges:
 
     def _containers(self, pods: Iterable[tuple[str, str, PodGrants]]) -> Iterable[_Gauge]:
         f = self._family
-        memory = f("hami_vgpu_memory_allocated_bytes", "vGPUMemoryAllocated",
-                   "vGPU memory allocated from a container, bytes.", _CONTAINER)
-        cores = f("hami_vgpu_core_allocated_ratio", "vGPUCoreAllocated",
-                  "vGPU core allocated from a container.", _CONTAINER)
+        memory = f(
+            "hami_vgpu_memory_allocated_bytes",
+            "vGPUMemoryAllocated",
+            "vGPU memory allocated from a container, bytes.",
+            _CONTAINER,
+        )
+        cores = f(
+            "hami_vgpu_core_allocated_ratio",
+            "vGPUCoreAllocated",
+            "vGPU core allocated from a container.",
+            _CONTAINER,
+        )
         for key, node, grants in pods:
             namespace, _, name = key.partition("/")
             # container_index: the position in the pod's device list, init containers first
@@ -268,11 +309,15 @@ class _StateGauges:
 
     def _quotas(self, quotas: Iterable[tuple[str, QuotaLimits, Usage]]) -> Iterable[_Gauge]:
         used = self._family(
-            "hami_resource_quota_used", "QuotaUsed",
-            "resourcequota usage for a certain device (MiB, core points or cards).", _QUOTA_USED,
+            "hami_resource_quota_used",
+            "QuotaUsed",
+            "resourcequota usage for a certain device (MiB, core points or cards).",
+            _QUOTA_USED,
         )
         limit = self._family(
-            "hami_resource_quota_limit", None, "resourcequota limit for a certain device.",
+            "hami_resource_quota_limit",
+            None,
+            "resourcequota limit for a certain device.",
             (("namespace", "quota_name"), ()),
         )
         v = self._vendor

@@ -13,13 +13,15 @@ from vgpu.domain.errors import DomainError
 from vgpu.domain.fragmentation import PaperPolicy, parse_paper_policy
 from vgpu.domain.policy import Policy
 
-from .engine import ALL_PAIRS, PolicyPair
+from .dra import DraMode
+from .engine import ALL_PAIRS, HAMI_DEFAULT, PolicyPair
 from .outputs import plots_unavailable, save_report, with_progress
 from .report import document, table
 from .runner import run_pairs
 from .scenario import ScenarioError, default_scenario_text, load_scenario
 from .trace.command import SEEDS, run_trace
 from .trace.files import WORKLOADS
+from .trace.replay import TracePolicy
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="a pod that fits nowhere evicts lower-priority pods to fit, as kube-scheduler's "
         "preemption with vgpu's /preempt does (default: the scenario's preemption option)",
+    )
+    parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="also run the pods as DRA ResourceClaims on vgpu's shared DRA devices, allocated by "
+        "kube-scheduler's allocator, and compare (default then: HAMi's default pair and DRA)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument(
@@ -142,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
         if clash := _trace_clash(args, pairs):
             print(f"vgpu simulate: {clash}", file=sys.stderr)
             return 2
-        return run_trace(args, args.policy or ())
+        chosen: list[TracePolicy] = list(args.policy or ())
+        if args.dra:
+            chosen = [*(chosen or [HAMI_DEFAULT]), DraMode.KUBE_SCHEDULER]
+        return run_trace(args, chosen)
     if named or args.nodes is not None or args.seeds is not None:
         given = f"--policy {named[0].value}" if named else "--nodes" if args.nodes else "--seeds"
         print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
@@ -156,13 +167,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.preemption:
         scenario = scenario.model_copy(update={"preemption": True})
+    if args.dra and scenario.preemption:
+        print(
+            "vgpu simulate: --dra does not model preemption (kube-scheduler's own, with claims)",
+            file=sys.stderr,
+        )
+        return 2
     seed = scenario.seed if args.seed is None else args.seed
-    pairs = pairs or list(ALL_PAIRS)
+    runs: list[PolicyPair | DraMode] = list(pairs or ([HAMI_DEFAULT] if args.dra else ALL_PAIRS))
+    if args.dra:
+        runs.append(DraMode.KUBE_SCHEDULER)
     started = time.perf_counter()
     results = with_progress(
-        f"simulating {len(pairs)} run{'s' if len(pairs) > 1 else ''}",
+        f"simulating {len(runs)} run{'s' if len(runs) > 1 else ''}",
         not args.no_progress,
-        lambda update: run_pairs(scenario, pairs, seed, jobs=args.jobs, progress=update),
+        lambda update: run_pairs(scenario, runs, seed, jobs=args.jobs, progress=update),
     )
     if results is None:
         return 130

@@ -46,6 +46,7 @@ from vgpu.domain.quota import pod_charge
 from vgpu.domain.reasons import phrase
 
 from .admission import Admissions
+from .dra import DraMode, DraPlacer
 from .infeasible import InfeasibleCache, Shape, involves_quota, shape_of
 from .metrics import Preemptions, Reasons, RunResult, Sampler, TypicalRequest, mean, percentile
 from .progress import Progress
@@ -118,12 +119,14 @@ _FINISH, _ARRIVE = 0, 1  # at the same instant, capacity frees before new pods c
 
 
 class Simulation:
-    """One run of a scenario's pods under one policy pair. Call `run()` once."""
+    """One run of a scenario's pods under one policy pair, or with DRA (`DraMode`: claims
+    allocated by kube-scheduler's allocator; no preemption, no vgpu quota at scheduling).
+    Call `run()` once."""
 
     def __init__(
         self,
         scenario: Scenario,
-        pair: PolicyPair,
+        pair: PolicyPair | DraMode,
         pods: Sequence[PodArrival],
         *,
         incremental: bool = True,
@@ -139,9 +142,8 @@ class Simulation:
         self._typical = typical
         self._clock = clock
         vendor = NVIDIA
-        self._config = SchedulingConfig(
-            vendor=vendor, policies=PodPolicies(node=pair.node, gpu=pair.gpu)
-        )
+        policies = PodPolicies() if isinstance(pair, DraMode) else PodPolicies(pair.node, pair.gpu)
+        self._config = SchedulingConfig(vendor=vendor, policies=policies)
         self._admissions = admissions or Admissions(vendor)
         self.ledger = Ledger()
         self.quota = QuotaBook()
@@ -149,6 +151,7 @@ class Simulation:
             self.ledger.set_node(node.name, node.devices(vendor), node.cordoned(vendor))
         self._nodes = self.ledger.nodes()
         self._devices = {n: self.ledger.view(n).devices for n in self._nodes}
+        self._dra = DraPlacer(self._devices) if isinstance(pair, DraMode) else None
         self._limited: set[str] = set()
         for namespace in scenario.namespaces:
             if namespace.quota is not None:
@@ -167,7 +170,7 @@ class Simulation:
         self._attempts = 0
         self._decide_calls = 0
         self._schedule_seconds = 0.0
-        self._preemption = scenario.preemption
+        self._preemption = scenario.preemption and self._dra is None
         self._running_on: dict[str, dict[str, SimPod]] = {n: {} for n in self._nodes}
         self._preemptors = 0
         self._evicted = 0
@@ -177,7 +180,7 @@ class Simulation:
     def run(self, progress: Progress | None = None) -> RunResult:
         started = self._clock()
         typical = self._typical or typical_request(self._scenario, self._arrivals, self._admissions)
-        sampler = Sampler(self._devices, typical)
+        sampler = Sampler(self._devices, typical, slices_bound=self._dra is None)
         events = self._events
         for index, arrival in enumerate(self._arrivals):
             heapq.heappush(events, (arrival.time, _ARRIVE, index))
@@ -243,6 +246,8 @@ class Simulation:
     def _release(self, pod: SimPod) -> None:
         self.ledger.release(pod.key)
         self.quota.refund(pod.key)
+        if self._dra is not None:
+            self._dra.released(pod.key)
         del self._running_on[pod.node][pod.key]
         self._running -= 1
         self._freed.add(pod.node)
@@ -330,7 +335,7 @@ class Simulation:
         placed = False
         if unknown:
             self._decide_calls += 1
-            decision = self.ledger.decide(pod.plan, unknown, self.quota.budget(pod.namespace))
+            decision = self._decide(pod, unknown)
             if isinstance(decision, Placement):
                 self._place(pod, decision)
                 placed = True
@@ -338,6 +343,13 @@ class Simulation:
                 self._remember(pod, decision)
         self._schedule_seconds += self._clock() - started
         return placed
+
+    def _decide(
+        self, pod: SimPod, nodes: Sequence[str], explain: bool = False
+    ) -> Placement | NoPlacement:
+        if self._dra is not None:
+            return self._dra.decide(pod.plan, nodes, explain)
+        return self.ledger.decide(pod.plan, nodes, self.quota.budget(pod.namespace))
 
     def _remember(self, pod: SimPod, decision: NoPlacement) -> None:
         for node, rejection in decision.rejections.items():
@@ -353,7 +365,12 @@ class Simulation:
         grants = decode_granted(
             encode_pod_grants(placement.grants), mig_reservations(placement.grants)
         )
-        self.ledger.grant(pod.key, placement.node, grants, pod.plan.init_count)
+        # DRA has no split count: its shares may outnumber the card's slices
+        self.ledger.grant(
+            pod.key, placement.node, grants, pod.plan.init_count, strict=self._dra is None
+        )
+        if self._dra is not None:
+            self._dra.placed(pod.key, placement.node)
         self.quota.charge(pod.key, pod.namespace, grants, pod.plan.init_count)
         pod.state, pod.node, pod.placed_at = State.RUNNING, placement.node, self._now
         pod.rejections.clear()
@@ -371,7 +388,7 @@ class Simulation:
         """
         refusals = []
         for pod in self._pending.values():
-            decision = self.ledger.decide(pod.plan, self._nodes, self.quota.budget(pod.namespace))
+            decision = self._decide(pod, self._nodes, explain=True)
             if isinstance(decision, Placement):  # would mean a missed retry: a bug to report
                 log.error("pod %s is Pending but fits on %s", pod.key, decision.node)
                 continue

@@ -35,7 +35,15 @@ class Series:
 class Sampler:
     """Reads the ledger at sample times and keeps the series."""
 
-    def __init__(self, devices: Mapping[str, Sequence[Device]], typical: TypicalRequest) -> None:
+    def __init__(
+        self,
+        devices: Mapping[str, Sequence[Device]],
+        typical: TypicalRequest,
+        slices_bound: bool = True,
+    ) -> None:
+        """`slices_bound`: a card with all its slices taken strands its free memory (under
+        DRA a device has no split count, and only its capacities bound it)."""
+        self._slices_bound = slices_bound
         self._devices = {
             node: tuple(d for d in cards if d.healthy) for node, cards in devices.items()
         }
@@ -57,7 +65,8 @@ class Sampler:
                 if usage is None:  # an idle card: all of it free, stranded only if too small
                     node_capacity += card.memory
                     free_memory += card.memory
-                    if card.memory < want_memory or card.cores < want_cores or not card.count:
+                    small = card.memory < want_memory or card.cores < want_cores
+                    if small or not self._takes(card, 0):
                         stranded += card.memory
                     continue
                 used_memory += usage.memory
@@ -68,7 +77,7 @@ class Sampler:
                 free = max(card.memory - usage.memory, 0)
                 free_memory += free
                 if free and not (
-                    usage.slices < card.count
+                    self._takes(card, usage.slices)
                     and free >= want_memory
                     and card.cores - usage.cores >= want_cores
                 ):
@@ -84,6 +93,10 @@ class Sampler:
         series.pending.append(pending)
         series.running.append(running)
         series.node_memory.append(per_node)
+
+    def _takes(self, card: Device, slices: int) -> bool:
+        """Whether the card may take one more container by its split count."""
+        return slices < card.count or not self._slices_bound
 
 
 def _fraction(part: int, whole: int) -> float:
@@ -175,8 +188,10 @@ class RunResult:
     def as_json(self, series: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
             "policy": self.policy,
-            "node_policy": self.policy.split("/")[0],
-            "gpu_policy": self.policy.split("/")[1],
+            # a DRA run (`dra`) has no vgpu policies: kube-scheduler allocates the claims
+            "mode": "device-plugin" if "/" in self.policy else "dra",
+            "node_policy": self.policy.split("/")[0] if "/" in self.policy else None,
+            "gpu_policy": self.policy.split("/")[1] if "/" in self.policy else None,
             "pods": {
                 "submitted": self.submitted,
                 "denied_at_admission": self.denied,

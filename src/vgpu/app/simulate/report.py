@@ -1,8 +1,10 @@
 """The runs side by side: a plain-text table for people and a JSON document for programs."""
 
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .dra import DraMode
 from .engine import HAMI_DEFAULT
 from .metrics import RunResult
 from .scenario import Scenario
@@ -83,7 +85,9 @@ def table(scenario: Scenario, seed: int, results: Sequence[RunResult]) -> str:
         lines.append(label.ljust(label_width) + cells)
     lines.append("")
     lines.extend(_reasons(results))
-    lines.extend(_verdict(results))
+    pairs = [r for r in results if r.policy != DraMode.KUBE_SCHEDULER.label]
+    lines.extend(_verdict(pairs))
+    lines.extend(_against_dra(results))
     lines.append("")
     typical = first.typical
     lines.append("* HAMi's default (node binpack, GPU spread).")
@@ -131,6 +135,33 @@ def _verdict(results: Sequence[RunResult]) -> list[str]:
         f"Least waiting: {best(lambda r: round(_waited(r)))}.",
         f"Suits this workload best: {ranked[0].policy} (most placed, then fewest pending, "
         "least waiting, least fragmentation).",
+    ]
+
+
+def _against_dra(results: Sequence[RunResult]) -> list[str]:
+    """DRA's run beside HAMi's default pair (or the first pair run)."""
+    dra = next((r for r in results if r.policy == DraMode.KUBE_SCHEDULER.label), None)
+    pairs = [r for r in results if r is not dra]
+    if dra is None or not pairs:
+        return []
+    base = next((r for r in pairs if r.policy == HAMI_DEFAULT.label), pairs[0])
+    columns: tuple[Row, ...] = (
+        ("placed", lambda r: str(r.placed)),
+        ("pending at end", lambda r: str(r.pending_end)),
+        ("waited", lambda r: str(r.placed - r.placed_at_once)),
+        ("GPU memory used", lambda r: _pct(r.memory_mean)),
+        ("fragmentation", lambda r: _pct(r.fragmentation_mean)),
+    )
+    figures = ", ".join(f"{name} {value(dra)} ({value(base)})" for name, value in columns)
+    return [
+        *textwrap.wrap(
+            f"With DRA (claims allocated by kube-scheduler; {base.policy} in brackets): {figures}.",
+            width=96,
+            subsequent_indent="  ",
+        ),
+        "  dra: each pod a ResourceClaim on vgpu's shared DRA devices, on the first node (by",
+        "  name) kube-scheduler's allocator can serve; no split count, no vgpu policy, and no",
+        "  namespace GPU quota while scheduling (the webhook's admission still applies).",
     ]
 
 

@@ -7,6 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from .admission import Admissions
+from .dra import DraMode
 from .engine import PolicyPair, Simulation, typical_request
 from .metrics import RunResult, TypicalRequest
 from .progress import Progress
@@ -16,13 +17,14 @@ from .workload import generate_pods
 
 def run_pairs(
     scenario: Scenario,
-    pairs: Sequence[PolicyPair],
+    pairs: Sequence[PolicyPair | DraMode],
     seed: int,
     *,
     jobs: int = 1,
     progress: Progress | None = None,
 ) -> list[RunResult]:
-    """The same seeded workload under every pair, results in the order of `pairs`.
+    """The same seeded workload under every pair (or with DRA), results in the order of
+    `pairs`.
 
     With `jobs` > 1 the runs go to that many worker processes (one run each at a time).
     """
@@ -44,7 +46,11 @@ def run_pairs(
 
 
 def _in_processes(
-    scenario: Scenario, pairs: Sequence[PolicyPair], seed: int, jobs: int, report: Progress
+    scenario: Scenario,
+    pairs: Sequence[PolicyPair | DraMode],
+    seed: int,
+    jobs: int,
+    report: Progress,
 ) -> list[RunResult]:
     fractions = [0.0] * len(pairs)
     typical = typical_request(scenario, generate_pods(scenario, seed))
@@ -67,7 +73,7 @@ def _in_processes(
 
 def _run_one(
     scenario: Scenario,
-    pair: PolicyPair,
+    pair: PolicyPair | DraMode,
     seed: int,
     typical: TypicalRequest,
     updates: Any,

@@ -40,8 +40,6 @@ class NodeSummary:
     # unused, card memory (for the few nodes the numbers above do not rule out)
 
 
-
-
 def summarize(
     devices: tuple[Device, ...], usage: Mapping[str, Usage], cordoned: frozenset[str]
 ) -> NodeSummary:
@@ -102,9 +100,7 @@ class PodNeeds:
         app = tuple(r for r in plan.requests[plan.init_count :] if r is not None)
         requests = init + app
         in_mib = all(r.memory for r in requests)
-        return cls(
-            requests, init, app, plan.policies.idle_only, in_mib, plan.selector.takes_mig
-        )
+        return cls(requests, init, app, plan.policies.idle_only, in_mib, plan.selector.takes_mig)
 
     def fixed_score(self, capacity: Capacity) -> bool:
         """True when the score of a placement on a node of this capacity depends only on what
@@ -112,8 +108,10 @@ class PodNeeds:
         (no init containers, whose claims overlap the app containers' per card; memory in
         MiB, or a percentage of cards that are all one size; no MIG instance, whose profile
         depends on the card)."""
-        return not self.mig and not self.init_requests and (
-            self.in_mib or capacity.smallest_card == capacity.largest_card
+        return (
+            not self.mig
+            and not self.init_requests
+            and (self.in_mib or capacity.smallest_card == capacity.largest_card)
         )
 
     def may_fit(self, node: NodeSummary) -> bool:

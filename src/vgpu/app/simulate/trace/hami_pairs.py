@@ -60,8 +60,8 @@ class HamiPair:
         if not pod.gpus:
             return self._index[next(iter(candidates))] if candidates else None
         plan = replace(self._plan(pod), key=f"trace/p{self._placed}")
-        decision = self._ledger.decide(plan, candidates)
-        if not isinstance(decision, Placement):
+        decision = self._decide(plan, candidates)
+        if decision is None:
             return None
         self._decision = decision
         return self._index[decision.node]
@@ -75,7 +75,7 @@ class HamiPair:
             return ()
         decision = self._decision
         assert decision is not None and decision.node == self._names[node]
-        self._ledger.grant(f"trace/p{self._placed}", decision.node, decision.grants)
+        self._record(f"trace/p{self._placed}", decision)
         self._placed += 1
         self._decision = None
         cards = []
@@ -84,6 +84,15 @@ class HamiPair:
             self._free_cores[node][card] -= grant.cores
             cards.append(card)
         return tuple(cards)
+
+    def _decide(self, plan: PodPlan, candidates: dict[str, None]) -> Placement | None:
+        """Where the scheduler puts the pod among `candidates` (in rank order), if anywhere."""
+        decision = self._ledger.decide(plan, candidates)
+        return decision if isinstance(decision, Placement) else None
+
+    def _record(self, pod: str, placement: Placement) -> None:
+        """The pod holds what it was granted."""
+        self._ledger.grant(pod, placement.node, placement.grants)
 
     def _candidates_for(self, pod: MilliPod) -> dict[str, None]:
         """The names of the nodes that may take the pod, in rank order (the name order): free

@@ -28,17 +28,19 @@ from vgpu.domain.fragmentation import (
     typical_shapes,
 )
 
+from ..dra import DraMode
 from ..engine import PolicyPair
+from .dra_pairs import DraPair
 from .files import TraceNode, TracePod
 from .hami_pairs import HamiPair
 from .index import NodeIndex
 from .protocol import LOAD, arrivals, node_ranks, percent, share
 
-TracePolicy = PaperPolicy | PolicyPair
+TracePolicy = PaperPolicy | PolicyPair | DraMode
 
 
 def policy_name(policy: TracePolicy) -> str:
-    """`fgd`, `bestfit`, ... or `binpack/spread`, ..."""
+    """`fgd`, `bestfit`, ... or `binpack/spread`, ..., or `dra`."""
     return policy.label if isinstance(policy, PolicyPair) else policy.value
 
 
@@ -102,6 +104,8 @@ def replay(trace: Trace, policy: TracePolicy, seed: int, search: Search = NodeIn
     index: Chooser
     if isinstance(policy, PolicyPair):
         index = HamiPair(trace.nodes, ranks, policy)
+    elif isinstance(policy, DraMode):
+        index = DraPair(trace.nodes, ranks)
     else:
         rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
         index = search(trace.nodes, ranks, rules)

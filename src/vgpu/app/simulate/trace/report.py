@@ -1,11 +1,13 @@
 """A trace replay's results: the table `vgpu simulate --trace` prints and its JSON document."""
 
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from vgpu.domain.fragmentation import PaperPolicy
 
+from ..dra import DraMode
 from ..engine import HAMI_DEFAULT, PolicyPair
 from .experiments import PolicyRuns, Spread
 from .hami import CARD_MEMORY
@@ -71,6 +73,7 @@ def table(trace: Trace, runs: Sequence[PolicyRuns]) -> str:
     if best:
         lines.append(f"Most GPU allocated at 100 % arrived: {', '.join(best)}.")
     lines.extend(_against_hami(runs))
+    lines.extend(_dra_against_hami(runs))
     if pairs:
         lines.append(
             "* HAMi's default (node binpack, GPU spread). HAMi's pairs are node/GPU policies run\n"
@@ -151,6 +154,31 @@ def _against_hami(runs: Sequence[PolicyRuns]) -> list[str]:
     if not gains:
         return []
     return [f"vgpu's fgd against HAMi's default {HAMI_DEFAULT.label}: {', '.join(gains)}."]
+
+
+def _dra_against_hami(runs: Sequence[PolicyRuns]) -> list[str]:
+    """DRA's allocation and failed pods against HAMi's default pair's, when both ran."""
+    by_policy = {r.policy: r for r in runs}
+    dra, hami = by_policy.get(DraMode.KUBE_SCHEDULER), by_policy.get(HAMI_DEFAULT)
+    if dra is None:
+        return []
+    note = [
+        "dra: each pod a ResourceClaim on vgpu's shared DRA devices (gpu.vgpu.io), allocated by\n"
+        "  kube-scheduler's allocator on the first node by rank that can serve it."
+    ]
+    if hami is None:
+        return note
+    gains = [
+        f"{ours.mean - theirs.mean:+.2f} points at {mark} % arrived"
+        for mark in MARKS
+        if (ours := dra.at(mark)) is not None and (theirs := hami.at(mark)) is not None
+    ]
+    failed = (
+        f"failed pods {dra.mean(lambda r: r.failed):,.0f} against "
+        f"{hami.mean(lambda r: r.failed):,.0f}"
+    )
+    headline = f"DRA against HAMi's default {HAMI_DEFAULT.label}: {', '.join(gains)}; {failed}."
+    return [*textwrap.wrap(headline, width=96, subsequent_indent="  "), *note]
 
 
 def _published(paper: Published | None, mark: int) -> float | None:
