@@ -28,6 +28,7 @@ from vgpu.adapters.kubelet.generated import api_pb2 as pb
 from vgpu.adapters.kubelet.generated import api_pb2_grpc as pb_grpc
 
 DeviceList = list[tuple[str, str]]  # (ID, health) as sent
+NumaList = dict[str, tuple[int, ...]]  # ID -> the NUMA node IDs of its topology, as sent
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class FakeKubelet:
         self._cond = threading.Condition()
         self._registrations: list[Registration] = []
         self._lists: list[DeviceList] = []
+        self._numa: list[NumaList] = []
         self._server: grpc.Server | None = None
         self._channels: list[grpc.Channel] = []
         self._streams: list[Any] = []
@@ -96,6 +98,13 @@ class FakeKubelet:
     def device_lists(self) -> list[DeviceList]:
         with self._cond:
             return list(self._lists)
+
+    @property
+    def numa_lists(self) -> list[NumaList]:
+        """Each ListAndWatch answer's devices with their topology's NUMA nodes (no topology:
+        an empty tuple)."""
+        with self._cond:
+            return list(self._numa)
 
     def wait_for(self, condition: Callable[[], bool], timeout: float = 15.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -182,6 +191,9 @@ class FakeKubelet:
                 self.checkpoint.listed(resource, response.devices)
                 with self._cond:
                     self._lists.append([(d.ID, d.health) for d in response.devices])
+                    self._numa.append(
+                        {d.ID: tuple(n.ID for n in d.topology.nodes) for d in response.devices}
+                    )
                     self._cond.notify_all()
         except grpc.RpcError:
             return  # cancelled by stop(), or the plugin went away

@@ -86,6 +86,7 @@ def test_it_registers_the_gpus_and_serves_a_pod_of_the_file_without_a_cluster(
         "VGPU_KUBELET_POLL": "0.05",
         "VGPU_REGISTER_RETRY": "0.2",
         "VGPU_LOCK_DIR": str(tmp_path / "vgpulock"),
+        "VGPU_HEALTH_LISTEN": "127.0.0.1:0",  # any free port: tests may run side by side
         "KUBECONFIG": str(tmp_path / "none"),
     }
     kubelet = FakeKubelet(plugin_dir)
