@@ -103,7 +103,8 @@ def replay(trace: Trace, policy: TracePolicy, seed: int, search: Search = NodeIn
     if isinstance(policy, PolicyPair):
         index = HamiPair(trace.nodes, ranks, policy)
     else:
-        rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
+        rng = random.Random(f"{policy}-{seed}")
+        rules = placement_policy(policy, trace.workload, rng, trace.nodes)
         index = search(trace.nodes, ranks, rules)
     curve = _Curve()
     arrived = used = placed = 0
