@@ -32,7 +32,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod, fitting_cards, whole_cards
+from vgpu.domain.fragmentation.fgd import best_cards
+from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod
 from vgpu.domain.fragmentation.workload import MEMO_LIMIT, MilliWorkload, TypicalShape
 
 # (count, milli, cards, CPU, memory): a GPU shape as one model's nodes see it
@@ -206,22 +207,15 @@ class Balanced:
 
     def cards(self, node: MilliNode, pod: MilliPod) -> tuple[int, ...]:
         """The cards `pod` takes on `node` (which it must fit)."""
-        if not pod.gpus:
-            return ()
-        if pod.milli >= MILLI:
-            return whole_cards(node, pod.gpus)
         table = self.table(node.model)
         start = table.fragmentation(node.cpu, node.memory, tuple(sorted(node.free, reverse=True)))
         cpu, memory = node.cpu - pod.cpu, node.memory - pod.memory
-        best, chosen = -1, -1
-        for card in fitting_cards(node, pod.milli):
-            left = list(node.free)
-            left[card] -= pod.milli
+
+        def score(left: Sequence[int]) -> int:
             after = table.fragmentation(cpu, memory, tuple(sorted(left, reverse=True)))
-            score = _score(table, start - after, pod)
-            if score > best:
-                best, chosen = score, card
-        return (chosen,)
+            return _score(table, start - after, pod)
+
+        return best_cards(node, pod, score)
 
 
 def _placements(free: tuple[int, ...], pod: MilliPod) -> list[tuple[int, ...]]:
