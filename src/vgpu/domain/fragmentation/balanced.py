@@ -17,8 +17,9 @@ Alibaba's trace (docs/simulate.md, "Beyond the paper"):
   pinned pods need leaves them nowhere to go, while cards of other models stay free. Each model
   has a *claim*: for each typical shape pinned to a set of models that holds it, the shape's
   share of the typical GPU demand divided by that set's share of the cluster's cards, summed
-  (1.0: pinned pods alone would take as large a share of these cards as of the cluster's demand).
-  Taking `r` milli of a model's cards costs `claim x r` milli of fragmentation.
+  (1.0: once the cluster's worth of GPU has been asked for, the pods pinned to the model alone
+  would fill its cards). Taking `r` milli of a model's cards costs `claim x r` milli of
+  fragmentation.
 
 A node's score for a pod is `floor(100 sigma((F_n - F_n' - claim x r) / 1000))` (F_n' once the
 pod is placed), an integer as FGD's, so that equally good nodes tie and the lowest rank takes
