@@ -170,7 +170,7 @@ def test_an_unknown_policy_names_both_forms_and_what_a_trace_takes(
         in err
     )
     assert (
-        "with --trace, the paper's policies (random, dotprod, gpuclustering, gpupacking, bestfit, fgd)"
+        "with --trace, the replay's policies (random, dotprod, gpuclustering, gpupacking, bestfit, fgd, fgd-balanced)"
         in err
     )
     assert (

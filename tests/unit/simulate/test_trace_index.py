@@ -57,7 +57,12 @@ def asking_every_node(
 
 
 WORKLOAD = MilliWorkload(
-    [TypicalShape(5, 1, 500), TypicalShape(3, 1, 1000), TypicalShape(2, 2, 1000, 4000)]
+    [
+        TypicalShape(5, 1, 500),
+        TypicalShape(3, 1, 1000, memory=4096),
+        TypicalShape(2, 2, 1000, 4000),
+        TypicalShape(2, 1, 300, 1000, frozenset({"T4"})),
+    ]
 )
 
 
@@ -67,7 +72,7 @@ def test_the_index_chooses_the_node_asking_every_node_chooses(policy: PaperPolic
     nodes = cluster(rng, 30)
     ranks = list(range(len(nodes)))
     rng.shuffle(ranks)
-    rules = placement_policy(policy, WORKLOAD, rng)
+    rules = placement_policy(policy, WORKLOAD, rng, nodes)
     assert not isinstance(rules, RandomPlacement)
     index = NodeIndex(nodes, ranks, rules)
     placed = failed = 0

@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
         type=_policies,
         metavar="LIST",
         help="run only these, comma-separated: NODE/GPU pairs such as binpack/spread (default: "
-        "all four); with --trace the paper's policies "
+        "all four); with --trace the replay's policies (the paper's and vgpu's) "
         f"({', '.join(p.value for p in PaperPolicy)}) and HAMi's pairs of binpack and spread "
         "(default: all)",
     )
@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
 
 POLICY_FORMS = (
     f"give NODE/GPU pairs of {', '.join(p.value for p in Policy)} such as binpack/spread; with "
-    f"--trace, the paper's policies ({', '.join(p.value for p in PaperPolicy)}) and HAMi's pairs "
+    f"--trace, the replay's policies ({', '.join(p.value for p in PaperPolicy)}) and HAMi's pairs "
     f"({', '.join(pair.label for pair in ALL_PAIRS)})"
 )
 

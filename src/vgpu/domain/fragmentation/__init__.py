@@ -1,8 +1,9 @@
 """Fewer stranded GPU slices: the FGD paper's cluster model (milli-GPU), its placement
-policies (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD) and the typical pod shapes
-FGD measures fragmentation against. Pure, standard library only, shared by `vgpu simulate`'s
-trace replay and the scheduler."""
+policies (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD), vgpu's FGD-balanced and
+the typical pod shapes FGD measures fragmentation against. Pure, standard library only, shared
+by `vgpu simulate`'s trace replay and the scheduler."""
 
+from vgpu.domain.fragmentation.balanced import Balanced, BalancedTable, claims
 from vgpu.domain.fragmentation.classic import best_fit, dot_prod, gpu_clustering, gpu_packing
 from vgpu.domain.fragmentation.fgd import Fgd
 from vgpu.domain.fragmentation.milli import (
@@ -35,6 +36,8 @@ from vgpu.domain.fragmentation.workload import (
 __all__ = [
     "MILLI",
     "SHARE",
+    "Balanced",
+    "BalancedTable",
     "Fgd",
     "Heuristic",
     "MilliNode",
@@ -46,6 +49,7 @@ __all__ = [
     "ShapeTable",
     "TypicalShape",
     "best_fit",
+    "claims",
     "dot_prod",
     "fits",
     "fitting_cards",

@@ -10,7 +10,7 @@ cards on the lowest-index free ones.
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod, fitting_cards, whole_cards
 from vgpu.domain.fragmentation.workload import MilliWorkload, ShapeTable
@@ -63,20 +63,32 @@ class Fgd:
 
     def cards(self, node: MilliNode, pod: MilliPod) -> tuple[int, ...]:
         """The cards FGD gives `pod` on `node` (which it must fit)."""
-        if not pod.gpus:
-            return ()
-        if pod.milli >= MILLI:
-            return whole_cards(node, pod.gpus)
         table = self.workload.table(node.model)
         level, after = table.level(node.cpu), table.level(node.cpu - pod.cpu)
-        best, chosen = -1, -1
-        for card in fitting_cards(node, pod.milli):
-            left = list(node.free)
-            left[card] -= pod.milli
-            score = score_change(table, level, node.free, after, left)
-            if score > best:
-                best, chosen = score, card
-        return (chosen,)
+        return best_cards(
+            node, pod, lambda left: score_change(table, level, node.free, after, left)
+        )
+
+
+def best_cards(
+    node: MilliNode, pod: MilliPod, score: Callable[[Sequence[int]], int]
+) -> tuple[int, ...]:
+    """The cards `pod` takes on `node` (which it must fit) under a policy that scores the
+    node's cards once the pod is placed (`score` of their free milli, in card order): none for a
+    CPU-only pod, the lowest-index free cards for whole cards, and for a share the card that
+    scores best, the lowest index among equals."""
+    if not pod.gpus:
+        return ()
+    if pod.milli >= MILLI:
+        return whole_cards(node, pod.gpus)
+    best, chosen = -1, -1
+    for card in fitting_cards(node, pod.milli):
+        left = list(node.free)
+        left[card] -= pod.milli
+        scored = score(left)
+        if scored > best:
+            best, chosen = scored, card
+    return (chosen,)
 
 
 def score_change(

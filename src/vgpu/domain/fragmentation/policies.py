@@ -1,12 +1,15 @@
-"""The FGD paper's placement policies by name: how each scores a node and picks its cards."""
+"""The placement policies on the FGD paper's cluster model by name (the paper's six and vgpu's
+FGD-balanced): how each scores a node and picks its cards."""
 
 import random
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
 from vgpu.domain.errors import PolicyError
+from vgpu.domain.fragmentation.balanced import Balanced
 from vgpu.domain.fragmentation.classic import best_fit, dot_prod, gpu_clustering, gpu_packing
 from vgpu.domain.fragmentation.fgd import Fgd
 from vgpu.domain.fragmentation.milli import (
@@ -27,6 +30,7 @@ class PaperPolicy(StrEnum):
     GPUPACKING = "gpupacking"
     BESTFIT = "bestfit"
     FGD = "fgd"
+    FGD_BALANCED = "fgd-balanced"  # vgpu's, not the paper's (balanced.py)
 
 
 def parse_paper_policy(text: str, field: str = "policy") -> PaperPolicy:
@@ -100,11 +104,20 @@ _RULES = {
 
 
 def placement_policy(
-    policy: PaperPolicy, workload: MilliWorkload, rng: random.Random
+    policy: PaperPolicy,
+    workload: MilliWorkload,
+    rng: random.Random,
+    cluster: Iterable[MilliNode] = (),
 ) -> Scored | RandomPlacement:
-    """The policy's rules: FGD against `workload`, Random drawing from `rng`."""
+    """The policy's rules: FGD and FGD-balanced against `workload` (FGD-balanced's claims on
+    the card models of `cluster`), Random drawing from `rng`."""
     if policy is PaperPolicy.RANDOM:
         return RandomPlacement(rng)
     if policy is PaperPolicy.FGD:
         return Fgd(workload)
+    if policy is PaperPolicy.FGD_BALANCED:
+        cards = Counter[str]()
+        for node in cluster:
+            cards[node.model] += len(node.free)
+        return Balanced(workload, cards)
     return Heuristic(_RULES[policy])

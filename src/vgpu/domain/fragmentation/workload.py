@@ -28,6 +28,7 @@ class TypicalShape:
     milli: int
     cpu: int = 0
     models: frozenset[str] = frozenset()  # empty: any model
+    memory: int = 0  # host memory (MiB), the mean of its pods' (not part of the shape's key)
 
     def takes(self, model: str) -> bool:
         """Whether the shape asks for GPU and accepts cards of `model`."""
@@ -38,16 +39,22 @@ def typical_shapes(
     pods: Iterable[MilliPod], coverage: float = COVERAGE
 ) -> tuple[TypicalShape, ...]:
     """The commonest shapes of `pods` (memory aside) until they cover `coverage` of them; among
-    equally common shapes the larger (more GPU, then more CPU) first.
+    equally common shapes the larger (more GPU, then more CPU) first. Each carries the mean
+    host memory of its pods.
 
     >>> pods = [MilliPod(1000, 0, 1, 500)] * 3 + [MilliPod(2000, 0, 1, 1000)] + [MilliPod(0, 0)]
     >>> [(s.count, s.gpus, s.milli) for s in typical_shapes(pods, coverage=0.8)]
     [(3, 1, 500), (1, 1, 1000)]
     """
-    counts = Counter((p.gpus, p.milli, p.cpu, p.models) for p in pods)
+    counts: Counter[_Shape] = Counter()
+    memory: Counter[_Shape] = Counter()
+    for p in pods:
+        key = (p.gpus, p.milli, p.cpu, p.models)
+        counts[key] += 1
+        memory[key] += p.memory
     kept = commonest(counts, coverage, _size)
     return tuple(
-        TypicalShape(count, gpus, milli, cpu, models) for (gpus, milli, cpu, models), count in kept
+        TypicalShape(count, *key, memory=round(memory[key] / count)) for key, count in kept
     )
 
 

@@ -107,7 +107,8 @@ def replay(trace: Trace, policy: TracePolicy, seed: int, search: Search = NodeIn
     elif isinstance(policy, DraMode):
         index = DraPair(trace.nodes, ranks)
     else:
-        rules = placement_policy(policy, trace.workload, random.Random(f"{policy}-{seed}"))
+        rng = random.Random(f"{policy}-{seed}")
+        rules = placement_policy(policy, trace.workload, rng, trace.nodes)
         index = search(trace.nodes, ranks, rules)
     curve = _Curve()
     arrived = used = placed = 0

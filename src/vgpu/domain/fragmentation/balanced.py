@@ -1,0 +1,247 @@
+"""FGD-balanced: FGD's fragmentation measured on the whole node, and card models priced by what
+pods pinned to them need.
+
+FGD (`fgd.py`) counts a typical shape as able to use every card with room for it as soon as one
+pod of the shape fits the node's CPU and host memory. Two things it leaves out cost GPU on
+Alibaba's trace (docs/simulate.md, "Beyond the paper"):
+
+- **The node's CPU and host memory.** A node with eight free cards and CPU for two more pods of
+  a shape strands six cards for that shape. Here each shape reaches only the cards (largest free
+  first) that the node's free CPU and memory can serve: `k = min(C / cpu, M / memory)` more pods
+  of `g` cards reach `k g` cards, the last one in part (`k` need not be whole, so that each core
+  a pod takes counts). The cards it cannot reach are stranded for it like the cards too small.
+  CPU-only shapes use no card, so they strand none (FGD counts every free card stranded for
+  them, which adds the same to every GPU pod's gain); they show in the CPU and memory they leave
+  the GPU shapes. The weights stay FGD's: each shape's share of the typical pods.
+- **Which card models pinned pods need.** A pod that may use any card but lands on a model that
+  pinned pods need leaves them nowhere to go, while cards of other models stay free. Each model
+  has a *claim*: for each typical shape pinned to a set of models that holds it, the shape's
+  share of the typical GPU demand divided by that set's share of the cluster's cards, summed
+  (1.0: once the cluster's worth of GPU has been asked for, the pods pinned to the model alone
+  would fill its cards). Taking `r` milli of a model's cards costs `claim x r` milli of
+  fragmentation.
+
+A node's score for a pod is `floor(100 sigma((F_n - F_n' - claim x r) / 1000))` (F_n' once the
+pod is placed), an integer as FGD's, so that equally good nodes tie and the lowest rank takes
+them; a share goes on the card that scores best (the lowest index among equals), whole cards
+on the lowest-index free ones.
+"""
+
+import math
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from vgpu.domain.fragmentation.fgd import best_cards
+from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod
+from vgpu.domain.fragmentation.workload import MEMO_LIMIT, MilliWorkload, TypicalShape
+
+# (count, milli, cards, CPU, memory): a GPU shape as one model's nodes see it
+_Need = tuple[int, int, int, int, int]
+_ScoreKey = tuple[str, int, int, tuple[int, ...], int, int, int, int]
+
+
+def claims(shapes: Sequence[TypicalShape], cards: Mapping[str, int]) -> dict[str, float]:
+    """Each card model's claim by pinned pods (0 for a model no typical shape is pinned to),
+    for a cluster with `cards` cards of each model.
+
+    >>> shapes = [TypicalShape(3, 1, 1000), TypicalShape(1, 1, 1000, models=frozenset({"T4"}))]
+    >>> claims(shapes, {"T4": 2, "G2": 8})  # T4 is 20 % of the cards, its pods 25 % of the GPU
+    {'T4': 1.25, 'G2': 0.0}
+    """
+    demand = sum(s.count * s.gpus * s.milli for s in shapes)
+    everywhere = sum(cards.values())
+    claimed = dict.fromkeys(cards, 0.0)
+    if not demand or not everywhere:
+        return claimed
+    for shape in shapes:
+        accepted = sum(n for model, n in cards.items() if model in shape.models)
+        if not shape.gpus or not accepted:
+            continue  # unpinned (no models), or pinned to models the cluster lacks
+        claim = shape.count * shape.gpus * shape.milli / demand * everywhere / accepted
+        for model in shape.models & claimed.keys():
+            claimed[model] += claim
+    return claimed
+
+
+@dataclass(frozen=True, slots=True)
+class _Cards:
+    """What a node's free cards alone decide (`BalancedTable._cards_of`)."""
+
+    prefix: tuple[int, ...]  # free milli of the first i cards (largest free first)
+    roomy_value: float  # the fragmentation when CPU and memory hold no shape back
+    # per shape that fits the cards: count, cards, CPU, memory, cards with room for it, and the
+    # CPU and memory from which it is not held back
+    held: tuple[tuple[int, int, int, int, int, int, int], ...]
+    cpu: int  # the CPU and memory from which no shape is held back
+    memory: int
+
+
+class BalancedTable:
+    """The typical shapes as the nodes of one card model see them, and the fragmentation of a
+    node state (free CPU, free memory, each card's free milli); remembered, bounded."""
+
+    def __init__(self, shapes: Sequence[TypicalShape], model: str, claim: float) -> None:
+        self.total = sum(s.count for s in shapes)
+        self.claim = claim
+        fitting = [s for s in shapes if s.takes(model)]
+        self._never = sum(s.count for s in shapes if s.gpus) - sum(s.count for s in fitting)
+        merged = Counter[tuple[int, int, int, int]]()  # equal needs pinned apart weigh as one
+        for s in fitting:
+            merged[s.milli, s.gpus, s.cpu, s.memory] += s.count
+        self._needs: tuple[_Need, ...] = tuple((count, *need) for need, count in merged.items())
+        self._cards: dict[tuple[int, ...], _Cards] = {}
+        self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
+
+    def fragmentation(self, cpu: int, memory: int, free: tuple[int, ...]) -> float:
+        """F_n times `total`, in milli: for each GPU shape, the free milli of the cards too small
+        for it or beyond what the node's CPU and memory let its pods reach (all of them when no
+        pod of it fits), weighted by the shapes' counts. `free` is sorted largest first."""
+        cards = self._cards.get(free)
+        if cards is None:
+            cards = self._cards_of(free)
+        if cpu >= cards.cpu and memory >= cards.memory:
+            return cards.roomy_value  # no shape held back by CPU or memory
+        key = (cpu, memory, free)
+        known = self._memo.get(key)
+        if known is not None:
+            return known
+        prefix = cards.prefix
+        value = cards.roomy_value
+        for count, gpus, needs_cpu, needs_memory, roomy, cpu_needed, memory_needed in cards.held:
+            if cpu >= cpu_needed and memory >= memory_needed:
+                continue
+            if cpu < needs_cpu or memory < needs_memory:
+                value += count * prefix[roomy]  # no pod fits: every card stranded
+                continue
+            reach = float(roomy)
+            if cpu * gpus < needs_cpu * roomy:
+                reach = cpu * gpus / needs_cpu
+            if memory * gpus < needs_memory * reach:
+                reach = memory * gpus / needs_memory
+            if reach < roomy:
+                whole = int(reach)
+                value += count * (prefix[roomy] - prefix[whole] - (reach - whole) * free[whole])
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = value
+        return value
+
+    def _cards_of(self, free: tuple[int, ...]) -> _Cards:
+        """What the cards alone decide: the value when CPU and memory hold no shape back, and
+        the shapes they may hold back."""
+        everything = sum(free)
+        prefix = [0]
+        for left in free:
+            prefix.append(prefix[-1] + left)
+        value = self._never * everything
+        rising = free[::-1]
+        held = []
+        for count, milli, gpus, needs_cpu, needs_memory in self._needs:
+            roomy = len(free) - bisect_left(rising, milli)
+            if roomy < gpus:
+                value += count * everything
+                continue
+            value += count * (everything - prefix[roomy])
+            cpu_needed = max(needs_cpu, -(-needs_cpu * roomy // gpus))
+            memory_needed = max(needs_memory, -(-needs_memory * roomy // gpus))
+            held.append((count, gpus, needs_cpu, needs_memory, roomy, cpu_needed, memory_needed))
+        cpu = max((shape[5] for shape in held), default=0)
+        memory = max((shape[6] for shape in held), default=0)
+        cards = _Cards(tuple(prefix), float(value), tuple(held), cpu, memory)
+        if len(self._cards) >= MEMO_LIMIT:
+            self._cards.clear()
+        self._cards[free] = cards
+        return cards
+
+
+class Balanced:
+    """FGD-balanced against one workload's typical shapes, on a cluster with `cards` cards of
+    each model (the claims; without them no model is claimed).
+
+    >>> shapes = [TypicalShape(count=1, gpus=1, milli=1000, cpu=8000)]
+    >>> policy = Balanced(MilliWorkload(shapes), cards={"T4": 4})
+    >>> node = MilliNode("T4", cpu=16000, memory=65536, free=(1000, 1000, 1000, 1000))
+    >>> policy.fragmentation(node)  # CPU for two more such pods: two of the four cards reached
+    2000.0
+    >>> policy.score(node, MilliPod(cpu=8000))  # CPU for one left: a third card unreached
+    26
+    """
+
+    def __init__(self, workload: MilliWorkload, cards: Mapping[str, int]) -> None:
+        self._shapes = workload.shapes
+        self._claims = claims(workload.shapes, cards)
+        self._tables: dict[str, BalancedTable] = {}
+        self._scores: dict[_ScoreKey, int] = {}
+
+    def table(self, model: str) -> BalancedTable:
+        table = self._tables.get(model)
+        if table is None:
+            claim = self._claims.get(model, 0.0)
+            table = self._tables[model] = BalancedTable(self._shapes, model, claim)
+        return table
+
+    def fragmentation(self, node: MilliNode) -> float:
+        """F_n in milli."""
+        table = self.table(node.model)
+        if not table.total:
+            return 0.0
+        free = tuple(sorted(node.free, reverse=True))
+        return table.fragmentation(node.cpu, node.memory, free) / table.total
+
+    def score(self, node: MilliNode, pod: MilliPod) -> int:
+        """The node's score for `pod` (which must fit it), 0..99."""
+        free = tuple(sorted(node.free, reverse=True))
+        key = (node.model, node.cpu, node.memory, free, pod.cpu, pod.memory, pod.gpus, pod.milli)
+        known = self._scores.get(key)
+        if known is None:
+            table = self.table(node.model)
+            start = table.fragmentation(node.cpu, node.memory, free)
+            cpu, memory = node.cpu - pod.cpu, node.memory - pod.memory
+            best = min(table.fragmentation(cpu, memory, left) for left in _placements(free, pod))
+            known = _score(table, start - best, pod)
+            if len(self._scores) >= MEMO_LIMIT:
+                self._scores.clear()
+            self._scores[key] = known
+        return known
+
+    def cards(self, node: MilliNode, pod: MilliPod) -> tuple[int, ...]:
+        """The cards `pod` takes on `node` (which it must fit)."""
+        table = self.table(node.model)
+        start = table.fragmentation(node.cpu, node.memory, tuple(sorted(node.free, reverse=True)))
+        cpu, memory = node.cpu - pod.cpu, node.memory - pod.memory
+
+        def score(left: Sequence[int]) -> int:
+            after = table.fragmentation(cpu, memory, tuple(sorted(left, reverse=True)))
+            return _score(table, start - after, pod)
+
+        return best_cards(node, pod, score)
+
+
+def _placements(free: tuple[int, ...], pod: MilliPod) -> list[tuple[int, ...]]:
+    """The node's cards (sorted largest first) after each way `pod` may take them: whole cards
+    lead a sorted `free`; a share may go on any card with room (equal cards alike)."""
+    if not pod.gpus:
+        return [free]
+    if pod.milli >= MILLI:
+        return [tuple(sorted((0,) * pod.gpus + free[pod.gpus :], reverse=True))]
+    options = []
+    for i, room in enumerate(free):
+        if room < pod.milli:
+            break
+        if i and room == free[i - 1]:
+            continue
+        left = list(free)
+        left[i] = room - pod.milli
+        options.append(tuple(sorted(left, reverse=True)))
+    return options
+
+
+def _score(table: BalancedTable, gain: float, pod: MilliPod) -> int:
+    """floor(100 sigma(x)), x the drop in fragmentation less the claim on the cards taken, in
+    cards (`gain` is a drop in `total` x F_n)."""
+    if not table.total:
+        return 50
+    x = (gain / table.total - table.claim * pod.gpu_milli) / MILLI
+    return math.floor(100 / (1 + math.exp(-x)))
