@@ -16,10 +16,11 @@ HTTP for list, get, create, merge/JSON patch and delete) plus what kmock lacks a
 - slow answers for fault injection: `delay(method, path_part, seconds)` holds back the answer
   of matching requests *after* they took effect (a write that commits but times out, or a
   hanging Lease call) until the time passes or `end_delays()`;
-- `resource.k8s.io/v1` ResourceSlices, ResourceClaims and DeviceClasses (kmock serves any
-  group), with every ResourceSlice written checked against the API's own schema of
-  Kubernetes 1.34 and 1.36 (kubernetes-validate, strict: unknown fields too) and refused with
-  422 Invalid, as kube-apiserver refuses it, when it does not validate.
+- `resource.k8s.io/v1` ResourceSlices, ResourceClaims, ResourceClaimTemplates and
+  DeviceClasses (kmock serves any group), with every ResourceSlice and ResourceClaimTemplate
+  written checked against the API's own schema of Kubernetes 1.34 and 1.36
+  (kubernetes-validate, strict: unknown fields too) and refused with 422 Invalid, as
+  kube-apiserver refuses it, when it does not validate.
 
 Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which starts a
 `RunningApiServer` (this module) on 127.0.0.1 and stops it afterwards.
@@ -49,7 +50,10 @@ from kmock._internal.k8s import KubernetesError
 
 MERGE_PATCH = "application/merge-patch+json"
 # (group, plural) -> the Kubernetes versions whose schema a written object must pass
-SCHEMA_CHECKED = {("resource.k8s.io", "resourceslices"): ("1.34", "1.36")}
+SCHEMA_CHECKED = {
+    ("resource.k8s.io", "resourceslices"): ("1.34", "1.36"),
+    ("resource.k8s.io", "resourceclaimtemplates"): ("1.34", "1.36"),
+}
 
 
 @dataclass(frozen=True, slots=True)
