@@ -54,6 +54,13 @@ def register(subparsers: Any) -> None:
         "(default /usr/local/vgpu/containers)",
     )
     add(
+        "--claims-dir",
+        type=Path,
+        metavar="DIR",
+        help="directory holding the DRA driver's <claim uid>/<share> directories "
+        "(default /usr/local/vgpu/claims; a missing directory holds none)",
+    )
+    add(
         "--metrics-listen",
         metavar="[HOST]:PORT",
         help="where to serve /metrics (default :9394, all addresses)",
@@ -75,6 +82,7 @@ def register(subparsers: Any) -> None:
 
 _FLAGS = (  # beside the node agent's
     "host_dir",
+    "claims_dir",
     "metrics_listen",
     "legacy_metrics",
     "priority_feedback",
@@ -98,10 +106,11 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
     server.start()
     host, port = server.address
     log.info(
-        "node %s: %d GPU(s), reading %s, serving metrics on %s:%d, priority feedback %s",
+        "node %s: %d GPU(s), reading %s and %s, serving metrics on %s:%d, priority feedback %s",
         config.node_name,
         len(cards),
         config.host_dir,
+        config.claims_dir or "no claim directories",
         host,
         port,
         "on" if config.priority_feedback else "off",
