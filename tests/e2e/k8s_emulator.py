@@ -20,7 +20,10 @@ HTTP for list, get, create, merge/JSON patch and delete) plus what kmock lacks a
   DeviceClasses (kmock serves any group), with every ResourceSlice and ResourceClaimTemplate
   written checked against the API's own schema of Kubernetes 1.34 and 1.36
   (kubernetes-validate, strict: unknown fields too) and refused with 422 Invalid, as
-  kube-apiserver refuses it, when it does not validate.
+  kube-apiserver refuses it, when it does not validate;
+- TokenReview and SubjectAccessReview (for non-resource URLs), answered from the tokens and the
+  permissions a test gives (`accept_token`, `allow`) and kept nowhere; `reviews_down` makes both
+  answer 503, as an API server that cannot reach its authenticator would.
 
 Tests normally use the `k8s_api` fixture of `tests/e2e/conftest.py`, which starts a
 `RunningApiServer` (this module) on 127.0.0.1 and stops it afterwards.
@@ -54,6 +57,8 @@ SCHEMA_CHECKED = {
     ("resource.k8s.io", "resourceslices"): ("1.34", "1.36"),
     ("resource.k8s.io", "resourceclaimtemplates"): ("1.34", "1.36"),
 }
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +89,18 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     # None keeps every request (`list(emulator)`); a number keeps only that many recent ones.
     # kmock matches each request against the whole log, so long runs (soaks) set a bound.
     request_log_limit: int | None = attrs.field(default=None, init=False)
+    # token -> TokenReview status.user; (username, verb, path) a SubjectAccessReview allows
+    tokens: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+    allowed: set[tuple[str, str, str]] = attrs.field(factory=set, init=False)
+    reviews_down: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         # fallbacks, so that a test's own reactions (kmock DSL) still come first
         self.fallback[self._is_replace] << self._replace
         self.fallback[self._is_binding] << self._bind
+        # before kmock's own create, which would store the review as an object
+        (self.fallback ** 1)[self._is_review] << self._review
 
     # public, called on the server's loop --------------------------------------------------
     @property
@@ -141,6 +152,10 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
 
     async def _handle_now(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         resource, method = request.resource, str(request.method.value).upper()
+        if self._is_review(request) and isinstance(request.data, dict):
+            # kmock keeps every create as an object; a review has no name, so each gets one
+            request.data.setdefault("metadata", {})["name"] = f"review-{uuid.uuid4()}"
+            return await super()._handle(request)
         if resource is None or method in ("GET", "HEAD", "OPTIONS"):
             return await super()._handle(request)
         async with self._writes:  # a precondition check and its write are one step
@@ -231,6 +246,36 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
             and request.name is not None
             and request.subresource is None
         )
+
+    @staticmethod
+    def _is_review(request: rendering.Request) -> bool:
+        method = str(request.method.value).upper()
+        return method == "POST" and request.url.path in (TOKEN_REVIEWS, ACCESS_REVIEWS)
+
+    async def _review(self, request: rendering.Request) -> rendering.Payload:
+        if self.reviews_down:
+            raise KubernetesError(
+                status=503,
+                reason="ServiceUnavailable",
+                message="the authenticator is unreachable",
+                details={},
+            )
+        review = request.data if isinstance(request.data, dict) else {}
+        spec = review.get("spec") or {}
+        if request.url.path == TOKEN_REVIEWS:
+            user = self.tokens.get(str(spec.get("token") or ""))
+            status: dict[str, Any] = (
+                {"authenticated": True, "user": user}
+                if user is not None
+                else {"authenticated": False, "error": "invalid bearer token"}
+            )
+        else:
+            attributes = spec.get("nonResourceAttributes") or {}
+            wanted = (spec.get("user"), attributes.get("verb"), attributes.get("path"))
+            status = {"allowed": wanted in self.allowed}
+            if status["allowed"]:
+                status["reason"] = "allowed by the test's RBAC"
+        return {**review, "status": status}
 
     @staticmethod
     def _is_binding(request: rendering.Request) -> bool:
@@ -620,6 +665,19 @@ class RunningApiServer:
 
     def end_delays(self) -> None:
         self._call(self.emulator.end_delays())
+
+    def accept_token(self, token: str, username: str, groups: tuple[str, ...] = ()) -> None:
+        """TokenReview says `token` is `username`'s."""
+        self.emulator.tokens[token] = {"username": username, "uid": f"uid-{username}",
+                                       "groups": list(groups)}  # fmt: skip
+
+    def allow(self, username: str, verb: str, path: str) -> None:
+        """SubjectAccessReview allows `username` to `verb` the non-resource URL `path`."""
+        self.emulator.allowed.add((username, verb, path))
+
+    def set_reviews_down(self, down: bool) -> None:
+        """Make TokenReview and SubjectAccessReview answer 503 (or answer again)."""
+        self.emulator.reviews_down = down
 
     def requests(self, method: str, path_prefix: str = "") -> list[Any]:
         """Requests clients sent with `method` (e.g. "GET") whose path starts with the prefix."""

@@ -176,6 +176,16 @@ fields, snake_case: memoryPercent -> memory_percent), in JSON */}}
 {{- regexReplaceAll "^.*:" (toString .Values.scheduler.metricsBindAddress) "" -}}
 {{- end -}}
 
+{{/* a ServiceMonitor endpoint's lines for secure metrics: HTTPS (a self-signed certificate)
+with Prometheus's own service account token, which metrics.secure.readers must name */}}
+{{- define "vgpu.secureScrape" -}}
+{{- if .Values.metrics.secure.enabled -}}
+scheme: https
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+tlsConfig: {insecureSkipVerify: true}
+{{- end -}}
+{{- end -}}
+
 {{/* ServiceMonitors asked for (HAMi's prometheus.enabled or serviceMonitor.enabled) */}}
 {{- define "vgpu.serviceMonitorsWanted" -}}
 {{- if or .Values.prometheus.enabled .Values.serviceMonitor.enabled -}}true{{- end -}}
@@ -332,6 +342,49 @@ devicePlugin.containerSecurityContext merged over it */}}
 {{- define "vgpu.nodeContainerSecurityContext" -}}
 {{- $chart := dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "capabilities" (dict "drop" (list "ALL")) -}}
 {{- mergeOverwrite $chart (deepCopy (.Values.devicePlugin.containerSecurityContext | default dict)) | toYaml -}}
+{{- end -}}
+
+{{/* HAMi's gpuOperatorToolkitReady: an init container holding the plugin's and the monitor's
+pods until the GPU operator has set up the NVIDIA container toolkit, which mounts the driver's
+libraries into their containers (it writes <hostPath>/toolkit-ready then). Its security context
+is their containers' unless gpuOperatorToolkitReady.securityContext gives one, taken as given:
+HAMi's file gives privileged root, which no merge with allowPrivilegeEscalation false allows */}}
+{{- define "vgpu.toolkitReadyWait" -}}
+{{- $toolkit := .Values.devicePlugin.gpuOperatorToolkitReady -}}
+{{- if $toolkit.enabled -}}
+- name: toolkit-validation
+  image: {{ include "vgpu.vgpuImage" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    - /bin/sh
+    - -c
+    - >-
+      until [ -f {{ $toolkit.hostPath }}/toolkit-ready ];
+      do echo "waiting for {{ $toolkit.hostPath }}/toolkit-ready (the GPU operator's toolkit)";
+      sleep 5; done
+  securityContext:
+    {{- if $toolkit.securityContext }}
+    {{- toYaml $toolkit.securityContext | nindent 4 }}
+    {{- else }}
+    {{- include "vgpu.nodeContainerSecurityContext" . | nindent 4 }}
+    {{- end }}
+  volumeMounts:
+    - name: nvidia-validations
+      mountPath: {{ $toolkit.hostPath }}
+      mountPropagation: HostToContainer
+      readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* the host directory the toolkit wait reads, as a pod volume */}}
+{{- define "vgpu.toolkitReadyVolume" -}}
+{{- $toolkit := .Values.devicePlugin.gpuOperatorToolkitReady -}}
+{{- if $toolkit.enabled -}}
+- name: nvidia-validations
+  hostPath:
+    path: {{ $toolkit.hostPath }}
+    type: DirectoryOrCreate
+{{- end -}}
 {{- end -}}
 
 {{/* where the device plugin and the monitor run: the node selector, devicePlugin.affinity,

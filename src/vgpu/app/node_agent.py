@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vgpu.adapters.fake.cluster import FakeCluster
+from vgpu.app.driver_wait import DriverWait
 from vgpu.app.errors import ConfigError
 from vgpu.app.fake_mode import load_fake_cluster
 from vgpu.domain.node import ClusterNode
@@ -28,13 +29,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-NODE_AGENT_FLAGS = ("node_name", "kubeconfig", "fake_gpus", "fake_cluster", "log_level")
+NODE_AGENT_FLAGS = (
+    "node_name",
+    "kubeconfig",
+    "fake_gpus",
+    "fake_cluster",
+    "log_level",
+    "driver_wait",
+)
 """The settings `add_node_agent_flags` adds flags for (`--config` names the file instead)."""
 
 
 def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -> None:
-    """`--node-name`, `--config`, `--kubeconfig`, `--fake-gpus`, `--fake-cluster` and
-    `--log-level`."""
+    """`--node-name`, `--config`, `--kubeconfig`, `--fake-gpus`, `--fake-cluster`,
+    `--driver-wait` and `--log-level`."""
     add = parser.add_argument
     add("--node-name", metavar="NODE", help="this node's Kubernetes name (env NODE_NAME)")
     add("--config", type=Path, metavar="FILE", help="YAML file with the settings")
@@ -52,6 +60,13 @@ def add_node_agent_flags(parser: argparse.ArgumentParser, fake_gpus_help: str) -
         help="use an in-memory cluster described by this YAML file instead of the API server "
         "(the file format of `vgpu scheduler --fake-cluster`)",
     )
+    add(
+        "--driver-wait",
+        type=float,
+        metavar="SECONDS",
+        help="wait this long for the NVIDIA driver at start, trying again and again, before "
+        "exiting (0: exit at once; default 300)",
+    )
     add("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default INFO")
 
 
@@ -65,6 +80,10 @@ class NodeAgentSettings(BaseModel):
     fake_gpus: Path | None = None
     fake_cluster: Path | None = None
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$")
+    # how long NVML may fail at start (no driver yet) before the process exits; 0: exit at once
+    driver_wait: float = Field(300.0, ge=0, le=86400)
+    # the longest pause between two tries while waiting for the driver
+    driver_retry_max: float = Field(30.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _has_node(self) -> Self:
@@ -76,6 +95,7 @@ class NodeAgentSettings(BaseModel):
 
 
 Settings = TypeVar("Settings", bound=NodeAgentSettings)
+T = TypeVar("T")
 Loader = Callable[[Path | None, Mapping[str, str], Mapping[str, Any]], Settings]
 
 
@@ -118,6 +138,17 @@ def connection_settings(settings: NodeAgentSettings) -> "ConnectionSettings":
 
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig is not None else None
     return ConnectionSettings(kubeconfig=kubeconfig)
+
+
+def wait_for_driver(
+    settings: NodeAgentSettings,
+    probe: Callable[[], T],
+    stop: threading.Event,
+    on_wait: Callable[[str], None],
+) -> T | None:
+    """`probe()` (a GPU port call) once NVML answers, waiting `driver_wait` seconds at most
+    (`vgpu.app.driver_wait`); None when `stop` is set first. GpuUnavailable after the wait."""
+    return DriverWait(probe, settings.driver_wait, settings.driver_retry_max, on_wait).wait(stop)
 
 
 def make_gpu_port(settings: NodeAgentSettings) -> GpuPort:

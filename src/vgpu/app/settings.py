@@ -70,6 +70,33 @@ VendorWord = Annotated[str, Field(min_length=1, pattern=r"^[^,:;]+$")]
 """The vendor word written into grants (`NVIDIA`): no separator of the annotation formats."""
 
 
+def _listen_address(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdecimal() or int(port) > 65535:
+        raise ValueError("must be [HOST]:PORT with a port 0-65535, e.g. :9394")
+    if host.startswith("[") != host.endswith("]"):
+        raise ValueError("an IPv6 host must be in brackets, e.g. [::1]:9394")
+    return value
+
+
+def _listen_address_or_off(value: str) -> str:
+    return _listen_address(value) if value else value
+
+
+ListenAddress = Annotated[str, AfterValidator(_listen_address)]
+"""Where a listener takes connections, `[HOST]:PORT` (`:9394`, `127.0.0.1:9394`, `[::1]:9394`);
+no host means every IPv4 address."""
+
+ListenAddressOrOff = Annotated[str, AfterValidator(_listen_address_or_off)]
+"""A `ListenAddress`, or empty for no listener at all."""
+
+
+def host_and_port(address: str) -> tuple[str, int]:
+    """A valid `ListenAddress` split: the host without brackets (`0.0.0.0` when none), the port."""
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 class Takeover(BaseModel):
     """Taking a running cluster over from HAMi (docs/migrate-from-hami.md). With `from_hami`,
     grants that HAMi's scheduler (`hami_scheduler_names`) writes, unsigned, are believed as if

@@ -14,7 +14,7 @@ class GpuInfo:
     index: int
     name: str  # NVML model name, e.g. "NVIDIA A100-SXM4-80GB" or "Tesla V100-PCIE-32GB"
     memory_mib: int
-    numa: int = 0
+    numa: int = 0  # the GPU's NUMA node; -1 when unknown (sysfs's value for none)
     mig_enabled: bool = False
 
 

@@ -29,6 +29,7 @@ class Reason(StrEnum):
     TOO_FEW_LEFT = "AllocatedCardsInsufficientRequest"
     NODE_UNREGISTERED = "NodeUnregistered"
     POLICY = "InvalidPolicy"
+    UNRECORDED = "NodeOccupancyUnrecorded"  # vgpu's own: see the scheduler's occupancy record
 
 
 _PHRASES = {
@@ -49,6 +50,7 @@ _PHRASES = {
     Reason.TOO_FEW_LEFT: "too few cards left",
     Reason.NODE_UNREGISTERED: "node has not registered GPUs",
     Reason.POLICY: "invalid scheduling policy",
+    Reason.UNRECORDED: "occupancy record incomplete",
 }
 
 

@@ -15,6 +15,7 @@ import yaml
 from tests.e2e.deploy.render import MONITOR, NAMESPACE, one, template
 from tests.e2e.k8s_emulator import RunningApiServer, node_manifest, pod_manifest
 from vgpu.adapters.kubernetes import ConnectionSettings, KubernetesCluster, LeaderElector
+from vgpu.adapters.kubernetes.access_review import KubernetesAccessReview
 from vgpu.adapters.kubernetes.connection import new_api_client
 from vgpu.adapters.kubernetes.dra import KubernetesDraApi
 from vgpu.adapters.kubernetes.keys import SecretGrantKeys
@@ -27,15 +28,18 @@ from vgpu.domain.trust import KeyRing
 ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "kubernetes"
 # the modules that send API requests, all exercised below; a new one must be added here
 EXERCISED = {
-    "api.py", "cluster.py", "informer.py", "keys.py", "leader.py", "nodelock.py", "webhook_tls.py"
+    "access_review.py", "api.py", "cluster.py", "informer.py", "keys.py", "leader.py",
+    "nodelock.py", "webhook_tls.py",
 }
 # modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
 # component's service account makes these calls
 READ_BY_PEOPLE = {"dra_reader.py"}
-# modules whose component the chart does not deploy yet: `vgpu dra-driver` (issue 25; its
+# modules whose component the chart does not deploy yet: `vgpu dra-driver` (its
 # DaemonSet and RBAC come with the chart's DRA mode). The calls it makes are pinned below in
 # test_the_dra_driver_makes_exactly_these_calls, for that RBAC; it moves to COMPONENTS then.
 NOT_IN_THE_CHART_YET = {"dra.py"}
+# secure metrics: the scheduler's and the monitor's listeners review each scrape's token
+SECURE_METRICS = ("metrics.secure.enabled=true",)
 # rules granted for calls the processes do not make yet: (component, verb, resource)
 PENDING: set[tuple[str, str, str]] = set()
 # roles bound for the kube-scheduler container (stock roles, and its own Lease)
@@ -43,6 +47,9 @@ KUBE_SCHEDULER_ROLES = {
     "system:kube-scheduler", "system:volume-scheduler",
     "extension-apiserver-authentication-reader", "vgpu-scheduler-kube-scheduler",
 }
+
+
+Exercise = Callable[[RunningApiServer, Path], None]
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,20 @@ def exercise_device_plugin(api: RunningApiServer, tmp_path: Path) -> None:
     grant_keys(api).load()  # verifying grants
 
 
+def reviewing_scrapes(exercise: Exercise) -> Exercise:
+    """`exercise`, then what a secure metrics listener asks about a scrape's token."""
+
+    def both(api: RunningApiServer, tmp_path: Path) -> None:
+        exercise(api, tmp_path)
+        api.accept_token("prometheus-token", "prometheus")
+        reviews = KubernetesAccessReview(new_api_client(ConnectionSettings(host=api.url)))
+        identity = reviews.review_token("prometheus-token").identity
+        assert identity is not None
+        reviews.review_access(identity, "get", "/metrics")
+
+    return both
+
+
 @dataclass(frozen=True)
 class Rule:
     role: str
@@ -211,10 +232,14 @@ def unexplained(calls: Iterable[Call], rules: list[Rule]) -> list[Call]:
     return [c for c in calls if not any(r.allows(c) for r in rules)]
 
 
-COMPONENTS = {
-    "scheduler": ("vgpu-scheduler", exercise_scheduler),
-    "device-plugin": ("vgpu-device-plugin", exercise_device_plugin),
-    "monitor": ("vgpu-monitor", exercise_monitor),
+COMPONENTS: dict[str, tuple[str, Exercise, tuple[str, ...]]] = {
+    "scheduler": ("vgpu-scheduler", exercise_scheduler, ()),
+    "device-plugin": ("vgpu-device-plugin", exercise_device_plugin, ()),
+    "monitor": (MONITOR, exercise_monitor, ()),
+    "scheduler, secure metrics": (
+        "vgpu-scheduler", reviewing_scrapes(exercise_scheduler), SECURE_METRICS
+    ),
+    "monitor, secure metrics": (MONITOR, reviewing_scrapes(exercise_monitor), SECURE_METRICS),
 }
 
 
@@ -271,12 +296,12 @@ def test_the_dra_driver_makes_exactly_these_calls(k8s_api: RunningApiServer) -> 
 def test_the_chart_grants_exactly_the_calls_the_component_makes(
     component: str, k8s_api: RunningApiServer, tmp_path: Path
 ) -> None:
-    account, exercise = COMPONENTS[component]
+    account, exercise, set_values = COMPONENTS[component]
     seed(k8s_api)
     exercise(k8s_api, tmp_path)
     calls = recorded(k8s_api)
-    assert len(calls) >= (2 if component == "monitor" else 8)
-    rules = rules_for(account, template())
+    assert len(calls) >= (2 if account == MONITOR else 8)
+    rules = rules_for(account, template(set_values=set_values))
     assert unexplained(calls, rules) == []
     unused = {
         (r.role, r.verb, r.resource, r.names)

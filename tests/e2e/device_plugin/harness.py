@@ -82,6 +82,7 @@ class PluginEnv(ProcessControl):
             VGPU_KUBELET_POLL="0.05",
             VGPU_REGISTER_RETRY="0.2",
             VGPU_LOCK_DIR=str(self.hook / "vgpulock"),
+            VGPU_HEALTH_LISTEN="127.0.0.1:0",  # any free port: tests may run side by side
         )
         env.update(self.extra_env)
         return env

@@ -3,16 +3,19 @@
 Like the real kubelet, while handling Register it dials the plugin's socket, calls
 GetDevicePluginOptions and keeps those options, then reads ListAndWatch in the background.
 `restart()` does what a kubelet restart does to the directory: its socket goes away, every
-other socket in the directory is removed, and a new `kubelet.sock` appears. `write_checkpoint()`
-writes `kubelet_internal_checkpoint` as the kubelet's device manager does, for containers some
-device plugin (HAMi's, say) was asked to serve before.
+other socket in the directory is removed, and a new `kubelet.sock` appears.
+
+Like the kubelet's device manager it keeps `kubelet_internal_checkpoint` in the directory
+(`checkpoint.py`): rewritten after each Allocate that succeeds and each device list a plugin
+sends, read back at start. The kubelet allocates devices to a pod it admits: `admit(uid,
+containers)` names that pod, and each container request of the following Allocate calls is the
+next of its containers.
 """
 
-import base64
-import json
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +23,12 @@ from typing import Any
 
 import grpc
 
+from tests.e2e.device_plugin.checkpoint import DeviceCheckpoint
 from vgpu.adapters.kubelet.generated import api_pb2 as pb
 from vgpu.adapters.kubelet.generated import api_pb2_grpc as pb_grpc
 
 DeviceList = list[tuple[str, str]]  # (ID, health) as sent
+NumaList = dict[str, tuple[int, ...]]  # ID -> the NUMA node IDs of its topology, as sent
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,18 @@ class FakeKubelet:
         self._cond = threading.Condition()
         self._registrations: list[Registration] = []
         self._lists: list[DeviceList] = []
+        self._numa: list[NumaList] = []
         self._server: grpc.Server | None = None
         self._channels: list[grpc.Channel] = []
         self._streams: list[Any] = []
         self._stub: Any = None
+        self._resource = ""  # what the plugin that registered last serves
+        self.checkpoint = DeviceCheckpoint(plugin_dir)
+        self._admitting: tuple[str, deque[str]] | None = None
 
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> "FakeKubelet":
+        self.checkpoint.restore()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         pb_grpc.add_RegistrationServicer_to_server(_Registration(self), server)
         server.add_insecure_port(f"unix://{self.socket}")
@@ -89,6 +99,13 @@ class FakeKubelet:
         with self._cond:
             return list(self._lists)
 
+    @property
+    def numa_lists(self) -> list[NumaList]:
+        """Each ListAndWatch answer's devices with their topology's NUMA nodes (no topology:
+        an empty tuple)."""
+        with self._cond:
+            return list(self._numa)
+
     def wait_for(self, condition: Callable[[], bool], timeout: float = 15.0) -> bool:
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -99,30 +116,31 @@ class FakeKubelet:
                 self._cond.wait(min(left, 0.1))
         return True
 
-    def write_checkpoint(self, *containers: tuple[str, str, list[str], dict[str, str]]) -> None:
-        """The device checkpoint listing (pod uid, container, device ids, Allocate envs) for
-        `nvidia.com/gpu`, ids by NUMA node as kubelets since 1.20 write them."""
-        entries = [
-            {
-                "PodUID": uid,
-                "ContainerName": container,
-                "ResourceName": "nvidia.com/gpu",
-                "DeviceIDs": {"0": ids},
-                "AllocResp": base64.b64encode(
-                    pb.ContainerAllocateResponse(envs=envs).SerializeToString()
-                ).decode(),
-            }
-            for uid, container, ids, envs in containers
-        ]
-        document = {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": {}}, "Checksum": 1}
-        (self.dir / "kubelet_internal_checkpoint").write_text(json.dumps(document))
+    def admit(self, uid: str, containers: Sequence[str]) -> None:
+        """The pod whose containers the next Allocate calls are for, in this order."""
+        with self._cond:
+            self._admitting = (uid, deque(containers))
 
     # calls the kubelet makes ------------------------------------------------------------------
     def allocate(self, *containers: list[str]) -> Any:
+        """Allocate for the next containers of the pod admitted; the checkpoint keeps what the
+        plugin answered once it has answered."""
+        with self._cond:
+            if self._admitting is None or len(self._admitting[1]) < len(containers):
+                raise AssertionError("the kubelet allocates only to containers of a pod it admits")
+            uid, names = self._admitting[0], list(self._admitting[1])[: len(containers)]
+            resource = self._resource
         request = pb.AllocateRequest(
             container_requests=[pb.ContainerAllocateRequest(devices_ids=ids) for ids in containers]
         )
-        return self._plugin().Allocate(request, timeout=15)
+        reply = self._plugin().Allocate(request, timeout=15)
+        with self._cond:
+            if self._admitting is not None and self._admitting[0] == uid:
+                for _ in names:
+                    self._admitting[1].popleft()
+        for name, ids, answer in zip(names, containers, reply.container_responses, strict=True):
+            self.checkpoint.allocated(uid, name, resource, ids, answer)
+        return reply
 
     def preferred(self, available: list[str], size: int) -> list[str]:
         request = pb.PreferredAllocationRequest(
@@ -151,6 +169,7 @@ class FakeKubelet:
             self._channels.append(channel)
             self._streams.append(stream)
             self._stub = stub
+            self._resource = request.resource_name
             self._registrations.append(
                 Registration(
                     version=request.version,
@@ -162,13 +181,19 @@ class FakeKubelet:
                 )
             )
             self._cond.notify_all()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+        threading.Thread(
+            target=self._read, args=(stream, request.resource_name), daemon=True
+        ).start()
 
-    def _read(self, stream: Any) -> None:
+    def _read(self, stream: Any, resource: str) -> None:
         try:
             for response in stream:
+                self.checkpoint.listed(resource, response.devices)
                 with self._cond:
                     self._lists.append([(d.ID, d.health) for d in response.devices])
+                    self._numa.append(
+                        {d.ID: tuple(n.ID for n in d.topology.nodes) for d in response.devices}
+                    )
                     self._cond.notify_all()
         except grpc.RpcError:
             return  # cancelled by stop(), or the plugin went away

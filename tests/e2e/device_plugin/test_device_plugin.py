@@ -44,7 +44,8 @@ def schedule(
     scheduler_name: str = "vgpu-scheduler",
 ) -> None:
     """Leave a pod as vgpu's scheduler does after filter and bind (grant signed, node locked);
-    with `ring=None` and `scheduler_name="hami-scheduler"`, as HAMi's does (unsigned)."""
+    with `ring=None` and `scheduler_name="hami-scheduler"`, as HAMi's does (unsigned). A pod
+    still allocating is the one the kubelet admits next: its GPU containers, init ones first."""
     uid = str(uuid.uuid4())
     annotations = {
         "hami.io/vgpu-node": NODE,
@@ -66,9 +67,16 @@ def schedule(
         {k: v for k, v in c.items() if k != "init"} for c in containers if c.get("init")
     ]
     env.api.create("/api/v1/namespaces/default/pods", manifest)
+    if bind_phase == "allocating":
+        ordered = [*manifest["spec"]["initContainers"], *manifest["spec"]["containers"]]
+        env.kubelet.admit(uid, [c["name"] for c in ordered if asks_for_gpus(c)])
     if lock:
         value = NodeLock(datetime.now(UTC), "default", name).encode()
         env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {LOCK: value}}})
+
+
+def asks_for_gpus(container: dict[str, Any]) -> bool:
+    return "nvidia.com/gpu" in container.get("resources", {}).get("limits", {})
 
 
 def gpu_container(name: str, count: int = 1, **extra: Any) -> dict[str, Any]:
@@ -204,7 +212,8 @@ def test_a_tenants_own_grant_on_a_busy_card_is_refused(start_plugin: Start) -> N
         "default", "intruder", annotations=forged, labels={"hami.io/webhook": "ignore"},
         node_name=NODE, limits={"nvidia.com/gpu": 1},
     )  # fmt: skip
-    env.api.create("/api/v1/namespaces/default/pods", manifest)
+    created = env.api.create("/api/v1/namespaces/default/pods", manifest)
+    env.kubelet.admit(created["metadata"]["uid"], ["main"])
 
     with pytest.raises(grpc.RpcError) as err:
         env.kubelet.allocate([f"{UUID_A}-0"])

@@ -42,7 +42,12 @@ def cluster_file(path: Path) -> Path:
                 ],
                 "pods": [
                     {
-                        "metadata": {"name": "train", "namespace": "ml", "annotations": bound},
+                        "metadata": {
+                            "name": "train",
+                            "namespace": "ml",
+                            "uid": "uid-train",
+                            "annotations": bound,
+                        },
                         "spec": {
                             "schedulerName": "vgpu-scheduler",
                             "nodeName": NODE,
@@ -81,6 +86,7 @@ def test_it_registers_the_gpus_and_serves_a_pod_of_the_file_without_a_cluster(
         "VGPU_KUBELET_POLL": "0.05",
         "VGPU_REGISTER_RETRY": "0.2",
         "VGPU_LOCK_DIR": str(tmp_path / "vgpulock"),
+        "VGPU_HEALTH_LISTEN": "127.0.0.1:0",  # any free port: tests may run side by side
         "KUBECONFIG": str(tmp_path / "none"),
     }
     kubelet = FakeKubelet(plugin_dir)
@@ -91,6 +97,7 @@ def test_it_registers_the_gpus_and_serves_a_pod_of_the_file_without_a_cluster(
         kubelet.start()  # a kubelet that comes later is registered with
 
         assert kubelet.wait_for(lambda: bool(kubelet.registrations)), log_file.read_text()
+        kubelet.admit("uid-train", ["main"])
         (served,) = kubelet.allocate([f"{UUID_B}-0"]).container_responses
         envs = dict(served.envs)
         assert (envs["NVIDIA_VISIBLE_DEVICES"], envs["CUDA_DEVICE_MEMORY_LIMIT_0"]) == (

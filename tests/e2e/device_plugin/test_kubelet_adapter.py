@@ -1,5 +1,6 @@
 """KubeletPlugin (the gRPC adapter) over real unix sockets against the fake kubelet."""
 
+import json
 import shutil
 import tempfile
 import time
@@ -13,8 +14,10 @@ import pytest
 
 from tests.e2e.device_plugin.kubelet import FakeKubelet
 from vgpu.adapters.kubelet import KubeletPlugin
+from vgpu.adapters.kubelet.checkpoint import KubeletCheckpoint
 from vgpu.adapters.kubelet.generated import api_pb2 as pb
 from vgpu.adapters.kubelet.generated import api_pb2_grpc as pb_grpc
+from vgpu.domain.trust import DeviceAssignment
 from vgpu.ports.kubelet import (
     ContainerResponse,
     DevicePluginError,
@@ -48,6 +51,13 @@ class Handler:
         return None
 
 
+def registered(plugin: KubeletPlugin, kubelet: FakeKubelet) -> None:
+    """The kubelet runs, and the plugin serves `Handler` and has registered with it."""
+    kubelet.start()
+    plugin.serve(Handler())
+    plugin.register("example.com/gpu", OPTIONS)
+
+
 @pytest.fixture()
 def plugin_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="vgpu-kp-", dir="/tmp"))
@@ -72,9 +82,7 @@ def plugin(plugin_dir: Path) -> Iterator[KubeletPlugin]:
 def test_serve_then_register_lets_the_kubelet_call_in(
     plugin: KubeletPlugin, kubelet: FakeKubelet
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
 
     (registration,) = kubelet.registrations
     assert (registration.version, registration.endpoint, registration.resource_name) == (
@@ -85,15 +93,15 @@ def test_serve_then_register_lets_the_kubelet_call_in(
     assert kubelet.wait_for(lambda: bool(kubelet.device_lists))
     assert kubelet.device_lists[0] == [("GPU-a-0", "Healthy"), ("GPU-a-1", "Unhealthy")]
     assert kubelet.preferred(["x", "y", "z"], size=2) == ["x", "y"]
+    kubelet.admit("uid-a", ["main"])
     assert dict(kubelet.allocate(["x", "y"]).container_responses[0].envs) == {"IDS": "x,y"}
 
 
 def test_a_refusal_reaches_the_kubelet_as_failed_precondition(
     plugin: KubeletPlugin, kubelet: FakeKubelet
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
+    kubelet.admit("uid-a", ["main"])
 
     with pytest.raises(grpc.RpcError) as err:
         kubelet.allocate(["forged-0"])
@@ -141,9 +149,7 @@ def test_a_refused_registration_names_the_socket_and_the_reason(
 def test_a_recreated_kubelet_socket_or_a_removed_plugin_socket_means_restart(
     plugin: KubeletPlugin, kubelet: FakeKubelet, plugin_dir: Path
 ) -> None:
-    kubelet.start()
-    plugin.serve(Handler())
-    plugin.register("example.com/gpu", OPTIONS)
+    registered(plugin, kubelet)
     assert not plugin.kubelet_restarted()
 
     kubelet.stop()
@@ -182,3 +188,33 @@ def test_serve_refuses_to_replace_a_file_that_is_not_a_socket(
 def test_serve_in_a_missing_directory_says_which(tmp_path: Path) -> None:
     with pytest.raises(KubeletError, match=f"directory {tmp_path}/nope does not exist"):
         KubeletPlugin(tmp_path / "nope", "x.sock").serve(Handler())
+
+
+def test_the_kubelet_keeps_each_allocation_in_its_checkpoint_as_the_plugin_reads_it(
+    plugin: KubeletPlugin, kubelet: FakeKubelet, plugin_dir: Path
+) -> None:
+    registered(plugin, kubelet)
+    assert kubelet.wait_for(lambda: bool(kubelet.device_lists))
+    kubelet.admit("uid-a", ["init", "main"])
+
+    kubelet.allocate(["GPU-a-0"])
+    with pytest.raises(grpc.RpcError):
+        kubelet.allocate(["forged-0"])  # refused: the kubelet keeps nothing of it
+    kubelet.allocate(["GPU-a-0", "GPU-a-1"])
+
+    assert KubeletCheckpoint(plugin_dir).assignments() == (
+        DeviceAssignment("uid-a", "init", "example.com/gpu", ("GPU-a-0",), {"IDS": "GPU-a-0"}),
+        DeviceAssignment(
+            "uid-a", "main", "example.com/gpu", ("GPU-a-0", "GPU-a-1"), {"IDS": "GPU-a-0,GPU-a-1"}
+        ),
+    )
+    raw = json.loads((plugin_dir / "kubelet_internal_checkpoint").read_text())
+    assert list(raw) == ["Data", "Checksum"]
+    assert raw["Data"]["PodDeviceEntries"][1]["DeviceIDs"] == {"-1": ["GPU-a-0"], "0": ["GPU-a-1"]}
+    assert raw["Data"]["RegisteredDevices"] == {"example.com/gpu": ["GPU-a-0"]}  # healthy ones
+
+    kubelet.restart()  # the kubelet reads its checkpoint back and keeps writing it whole
+    plugin.serve(Handler())
+    plugin.register("example.com/gpu", OPTIONS)
+    assert kubelet.wait_for(lambda: len(kubelet.device_lists) >= 2)
+    assert len(KubeletCheckpoint(plugin_dir).assignments()) == 2

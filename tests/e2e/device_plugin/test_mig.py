@@ -83,6 +83,7 @@ def schedule_mig(env: PluginEnv, name: str, profile: str, *placements: tuple[int
     )
     manifest["metadata"]["uid"] = uid
     env.api.create("/api/v1/namespaces/default/pods", manifest)
+    env.kubelet.admit(uid, ["main"])
     lock = NodeLock(datetime.now(UTC), "default", name).encode()
     env.api.merge_patch(f"/api/v1/nodes/{NODE}", {"metadata": {"annotations": {
         "hami.io/mutex.lock": lock

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 import pytest
 
+from tests.e2e.device_plugin.hami_plugin import HamiPlugin
 from tests.e2e.device_plugin.harness import NODE, UUID_A, UUID_B, PluginEnv
 from tests.e2e.device_plugin.test_device_plugin import gpu_container, pod, schedule
 from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION
@@ -19,6 +20,7 @@ from vgpu.domain.vendor import NVIDIA
 
 Start = Callable[..., PluginEnv]
 HALF_A = f"{UUID_A},NVIDIA,20000,0:;"  # of a 32768 MiB card: two do not fit
+HAMI_SPLIT = 10  # HAMi's deviceSplitCount by default
 TENANT_EDITS: dict[str, dict[str, str | None]] = {
     "garbled signature": {GRANT_SIGNATURE_ANNOTATION: "2026-01:AAAA"},
     "bind phase failed": {"hami.io/bind-phase": "failed"},
@@ -51,21 +53,22 @@ def hami_pod(env: PluginEnv, name: str, grants: str, bind_phase: str) -> str:
     return uid_of(env, name)
 
 
-def start_beside_hamis_running_pod(env: PluginEnv) -> None:
-    """HAMi's plugin served `hami-running` 20000 MiB of card A before vgpu's plugin starts."""
+def start_beside_hamis_running_pod(env: PluginEnv) -> str:
+    """HAMi's plugin served `hami-running` 20000 MiB of card A, so the kubelet's checkpoint
+    records it; then HAMi's plugin leaves the node and vgpu's starts. Returns the pod's uid."""
     env.kubelet.start()
-    uid = hami_pod(env, "hami-running", HALF_A, bind_phase="success")
-    env.kubelet.write_checkpoint((uid, "main", [f"{UUID_A}-7"], hami_core_envs(UUID_A, "20000m")))
+    hami = HamiPlugin(env.api, NODE, env.plugin_dir, [UUID_A, UUID_B], HAMI_SPLIT).start()
+    try:
+        assert env.kubelet.wait_for(lambda: bool(env.kubelet.registrations))
+        uid = hami_pod(env, "hami-running", HALF_A, bind_phase="allocating")
+        env.kubelet.allocate([f"{UUID_A}-7"])
+    finally:
+        hami.stop()
     env.start()
-    assert env.kubelet.wait_for(lambda: bool(env.kubelet.registrations))
-
-
-def hami_core_envs(uuid_: str, memory: str) -> dict[str, str]:
-    return {
-        "NVIDIA_VISIBLE_DEVICES": uuid_,
-        "CUDA_DEVICE_MEMORY_LIMIT_0": memory,
-        "CUDA_DEVICE_SM_LIMIT": "0",
-    }
+    assert env.kubelet.wait_for(
+        lambda: env.kubelet.registrations[-1].endpoint == "nvidia-gpu.sock"
+    ), env.log()
+    return uid
 
 
 @pytest.mark.parametrize("edit", TENANT_EDITS.values(), ids=TENANT_EDITS.keys())
@@ -93,8 +96,14 @@ def test_a_tenant_editing_its_served_pod_frees_nothing_even_after_kill_9(
 
 
 def test_pods_hami_served_before_the_plugin_started_are_counted(plugin_env: PluginEnv) -> None:
-    start_beside_hamis_running_pod(plugin_env)
+    uid = start_beside_hamis_running_pod(plugin_env)
 
+    (entry,) = plugin_env.kubelet.checkpoint.entries()
+    assert (entry["PodUID"], entry["ContainerName"], entry["DeviceIDs"]) == (
+        uid,
+        "main",
+        {"-1": [f"{UUID_A}-7"]},
+    )
     details = refused_over_capacity(plugin_env, "second", 0)
 
     assert "default/hami-running by its kubelet checkpoint" in details

@@ -1,11 +1,13 @@
-"""The monitor's HTTP port over a real socket: a failing render is a 500, not a dead server."""
+"""The monitor's HTTP port over a real socket: a failing render is a 500, not a dead server;
+`/readyz` says why the monitor is not ready yet."""
 
 import urllib.error
 import urllib.request
 
 import pytest
 
-from vgpu.app.monitor.http import MetricsServer
+from vgpu.app.monitor.http import MonitorReadiness, monitor_routes
+from vgpu.app.plain_http import PlainHttpServer
 
 
 def test_a_failing_render_answers_500_and_the_next_scrape_still_works() -> None:
@@ -17,16 +19,38 @@ def test_a_failing_render_answers_500_and_the_next_scrape_still_works() -> None:
             raise answer
         return answer
 
-    server = MetricsServer("127.0.0.1", 0, render)
+    server = PlainHttpServer("127.0.0.1", 0, monitor_routes(render, lambda: "", None), "t")
     server.start()
-    host, port = server.address
     try:
         with pytest.raises(urllib.error.HTTPError) as failed:
-            urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10)
+            urllib.request.urlopen(f"{server.url}/metrics", timeout=10)
         assert failed.value.code == 500
-        assert b"see the monitor's log" in failed.value.read()
+        assert b"answering /metrics failed; see the log" in failed.value.read()
 
-        with urllib.request.urlopen(f"http://{host}:{port}/metrics?x=1", timeout=10) as ok:
+        with urllib.request.urlopen(f"{server.url}/metrics?x=1", timeout=10) as ok:
             assert ok.read() == b"# HELP x y\n"
+    finally:
+        server.stop()
+
+
+def test_readyz_says_why_until_the_monitor_reads_the_gpus_and_healthz_is_ok_all_along() -> None:
+    readiness = MonitorReadiness()
+    routes = monitor_routes(lambda: b"", readiness, None)
+    server = PlainHttpServer("127.0.0.1", 0, routes, "t")
+    server.start()
+    try:
+        readiness.waiting("waiting for the NVIDIA driver: the NVIDIA kernel driver is not loaded")
+        with pytest.raises(urllib.error.HTTPError) as waiting:
+            urllib.request.urlopen(f"{server.url}/readyz", timeout=10)
+        assert waiting.value.code == 503
+        assert waiting.value.read() == (
+            b"waiting for the NVIDIA driver: the NVIDIA kernel driver is not loaded\n"
+        )
+        with urllib.request.urlopen(f"{server.url}/healthz", timeout=10) as live:
+            assert live.read() == b"ok\n"
+
+        readiness.ready()
+        with urllib.request.urlopen(f"{server.url}/readyz", timeout=10) as ready:
+            assert ready.read() == b"ok\n"
     finally:
         server.stop()

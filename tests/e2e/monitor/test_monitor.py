@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.e2e.k8s_emulator import RunningApiServer, pod_manifest
+from tests.e2e.secure_metrics import assert_only_allowed_tokens_get_metrics
 from tests.unit.monitor.regionbytes import (
     GIB,
     MIB,
@@ -85,9 +87,9 @@ class Monitor:
         env.update(VGPU_INTERVAL="0.1", VGPU_CLEANUP_GRACE="0")
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        found = wait_for(lambda: re.search(r"serving metrics on ([\d.]+:\d+)", self.log()))
+        found = wait_for(lambda: re.search(r"serving metrics on (https?://[\d.]+:\d+)", self.log()))
         assert found, f"the monitor never served:\n{self.log()}"
-        self.url = f"http://{found.group(1)}"
+        self.url = found.group(1)
 
     def scrape(self) -> Series:
         with urllib.request.urlopen(f"{self.url}/metrics", timeout=10) as response:
@@ -294,3 +296,17 @@ def test_an_invalid_fake_gpu_file_stops_the_monitor_with_the_reason(monitor: Mon
 
     assert monitor.process.wait(timeout=60) == 2
     assert f"vgpu monitor: cannot start: {monitor.gpu_file}: " in monitor.log()
+
+
+def test_with_secure_metrics_only_tokens_allowed_to_get_metrics_are_answered(
+    monitor: Monitor,
+) -> None:
+    monitor.start("--secure-metrics")
+    assert monitor.url.startswith("https://")
+
+    assert_only_allowed_tokens_get_metrics(monitor.api, monitor.url)
+
+    with httpx.Client(base_url=monitor.url, verify=False, timeout=10) as client:
+        assert client.get("/healthz").status_code == 200  # the kubelet's probes need no token
+        assert client.get("/readyz").status_code == 200
+    assert monitor.process is not None and monitor.process.poll() is None

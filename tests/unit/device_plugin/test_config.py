@@ -123,3 +123,25 @@ def test_hamis_topology_score_switch_is_read() -> None:
     assert on.topology_score is True
     with pytest.raises(ConfigError, match=r"topology_score.*ENABLE_TOPOLOGY_SCORE"):
         load_config(env={"NODE_NAME": "n", "ENABLE_TOPOLOGY_SCORE": "perhaps"})
+
+
+def test_the_health_endpoint_listens_on_9397_by_default_and_can_be_moved_or_turned_off() -> None:
+    assert load_config(env={"NODE_NAME": "n"}).health_listen == ":9397"
+    moved = load_config(env={"NODE_NAME": "n", "VGPU_HEALTH_LISTEN": "127.0.0.1:9500"})
+    assert moved.health_listen == "127.0.0.1:9500"
+    assert load_config(env={"NODE_NAME": "n"}, overrides={"health_listen": ""}).health_listen == ""
+
+
+@pytest.mark.parametrize("value", ["9397", ":99999", "health", "::1]:9397"])
+def test_a_bad_health_address_names_the_field_and_value(value: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(env={"NODE_NAME": "n"}, overrides={"health_listen": value})
+    assert "field health_listen" in str(refused.value)
+    assert repr(value) in str(refused.value)
+
+
+def test_the_driver_is_waited_for_300_s_by_default_and_0_means_not_at_all() -> None:
+    assert load_config(env={"NODE_NAME": "n"}).driver_wait == 300
+    assert load_config(env={"NODE_NAME": "n", "VGPU_DRIVER_WAIT": "0"}).driver_wait == 0
+    with pytest.raises(ConfigError, match="field driver_wait"):
+        load_config(env={"NODE_NAME": "n"}, overrides={"driver_wait": -1})

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from tests.unit.device_plugin.builders import GPUS, UUID_A, UUID_B
 from vgpu.app.device_plugin.gpustate import GpuState
 from vgpu.domain.inventory import HealthEvent, SharingConfig
@@ -24,6 +26,21 @@ def test_each_gpu_is_advertised_as_split_count_replicas() -> None:
 def test_numa_topology_is_sent_only_when_enabled() -> None:
     _, devices = GpuState(GPUS, SharingConfig(split_count=1), numa_topology=True).plugin_devices()
     assert [d.numa for d in devices] == [0, 1]
+
+
+def test_a_gpu_of_unknown_numa_node_is_advertised_without_one_and_registered_on_0() -> None:
+    gpus = [replace(GPUS[0], numa=-1), GPUS[1]]
+    state = GpuState(gpus, SharingConfig(split_count=2), numa_topology=True)
+
+    _, devices = state.plugin_devices()
+
+    assert [(d.id, d.numa) for d in devices] == [
+        (f"{UUID_A}-0", None),
+        (f"{UUID_A}-1", None),
+        (f"{UUID_B}-0", 1),
+        (f"{UUID_B}-1", 1),
+    ]
+    assert [card.numa for card in state.registered_devices()] == [0, 1]  # as HAMi writes it
 
 
 def test_registered_cards_carry_scaling_and_health() -> None:

@@ -99,8 +99,8 @@ ENTRY = "  - uuid: GPU-a\n    name: Tesla T4\n"
             "gpus[0] (uuid GPU-a): mig: Input should be a valid boolean (got 'sometimes')",
         ),
         (
-            "gpus:\n" + ENTRY + "    memory_mib: 1\n    numa: -1\n",
-            "gpus[0] (uuid GPU-a): numa: Input should be greater than or equal to 0",
+            "gpus:\n" + ENTRY + "    memory_mib: 1\n    numa: -2\n",
+            "gpus[0] (uuid GPU-a): numa: Input should be greater than or equal to -1",
         ),
         (
             "gpus:\n  - uuid: ''\n    name: T4\n    memory_mib: 1\n",

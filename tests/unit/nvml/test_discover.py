@@ -157,7 +157,7 @@ def test_mig_mode_unreadable_for_another_reason_is_off_and_logged(
 # NUMA from sysfs ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("content", "expected"),
-    [("1\n", 1), ("3", 3), ("-1\n", 0), ("garbage", 0)],
+    [("1\n", 1), ("3", 3), ("-1\n", -1), ("-7", -1), ("garbage", -1)],
 )
 def test_numa_node_comes_from_sysfs(
     driver: Driver, sysfs: Path, content: str, expected: int
@@ -167,10 +167,10 @@ def test_numa_node_comes_from_sysfs(
     assert gpus(sysfs).discover()[0].numa == expected
 
 
-def test_numa_is_0_when_sysfs_has_no_such_device(driver: Driver, sysfs: Path) -> None:
+def test_numa_is_unknown_when_sysfs_has_no_such_device(driver: Driver, sysfs: Path) -> None:
     numa(sysfs, "0000:af:00.0", "1")
 
-    assert [g.numa for g in gpus(sysfs).discover()] == [0, 1]
+    assert [g.numa for g in gpus(sysfs).discover()] == [-1, 1]
 
 
 def test_bus_id_given_as_bytes_with_a_wide_domain_is_found(driver: Driver, sysfs: Path) -> None:
@@ -180,11 +180,11 @@ def test_bus_id_given_as_bytes_with_a_wide_domain_is_found(driver: Driver, sysfs
     assert gpus(sysfs).discover()[0].numa == 1
 
 
-def test_numa_is_0_when_the_pci_info_cannot_be_read(driver: Driver, sysfs: Path) -> None:
+def test_numa_is_unknown_when_the_pci_info_cannot_be_read(driver: Driver, sysfs: Path) -> None:
     numa(sysfs, "0000:3b:00.0", "1")
     driver.mocks["nvmlDeviceGetPciInfo"].side_effect = pynvml.NVMLError_NotSupported()
 
-    assert gpus(sysfs).discover()[0].numa == 0
+    assert gpus(sysfs).discover()[0].numa == -1
 
 
 # close ----------------------------------------------------------------------------------------

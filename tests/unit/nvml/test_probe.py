@@ -33,7 +33,7 @@ def test_probe_prints_gpus_and_the_register_annotation(
     report: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [(g["uuid"], g["memory_mib"], g["numa"]) for g in report["gpus"]] == [
-        (V100_UUID, 32768, 0),
+        (V100_UUID, 32768, -1),  # no numa_node file: unknown
         (A100_UUID, 81920, 1),
     ]
     registered = json.loads(report["register_annotation"]["hami.io/node-nvidia-register"])

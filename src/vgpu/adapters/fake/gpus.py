@@ -7,7 +7,7 @@ The file (`--fake-gpus FILE`) looks like this; see docs/gpus.md::
         name: Tesla V100-PCIE-32GB                       # required, NVML model name
         memory_mib: 32768                                # required, > 0
         index: 0          # default: the entry's position; unique
-        numa: 0           # default 0
+        numa: 0           # default 0; -1: unknown (the kubelet gets no NUMA node)
         mig: false        # default false
         healthy: true     # default true; false reports the GPU unhealthy
         reason: ""        # optional, shown when healthy is false
@@ -90,7 +90,7 @@ class _GpuEntry(BaseModel):
     name: str = Field(min_length=1)
     memory_mib: int = Field(gt=0)
     index: int | None = Field(default=None, ge=0)
-    numa: int = Field(default=0, ge=0)
+    numa: int = Field(default=0, ge=-1)
     mig: bool = False
     healthy: bool = True
     reason: str = ""

@@ -12,7 +12,7 @@ from vgpu.adapters.nvml.health import XidWatcher
 from vgpu.adapters.nvml.library import load_pynvml, text
 from vgpu.adapters.nvml.mig import read_mig_capability
 from vgpu.adapters.nvml.miginstances import create_instance, destroy_instance, list_instances
-from vgpu.adapters.nvml.sysfs import numa_node
+from vgpu.adapters.nvml.sysfs import UNKNOWN_NUMA, numa_node
 from vgpu.adapters.nvml.topology import TopologyError, read_links
 from vgpu.adapters.nvml.xids import XidFilter, xid_filter_from_env
 from vgpu.domain.inventory import GpuInfo, HealthEvent
@@ -262,8 +262,10 @@ class NvmlGpus:
         try:
             bus_id = nvml.nvmlDeviceGetPciInfo(handle).busId
         except nvml.NVMLError as err:
-            log.warning("GPU %d: NVML cannot read its PCI bus id (%s); NUMA node 0", index, err)
-            return 0
+            log.warning(
+                "GPU %d: NVML cannot read its PCI bus id (%s); NUMA node unknown", index, err
+            )
+            return UNKNOWN_NUMA
         return numa_node(bus_id, self._sysfs_root)
 
     def _mig_enabled(self, index: int, handle: Any) -> bool:

@@ -23,17 +23,23 @@ def sysfs_bus_id(nvml_bus_id: str | bytes) -> str:
         return text
 
 
+UNKNOWN_NUMA = -1  # what sysfs writes for a device attached to no NUMA node
+
+
 def numa_node(nvml_bus_id: str | bytes, sysfs_root: Path = Path("/sys")) -> int:
-    """The device's NUMA node; 0 when sysfs does not know it (-1, missing or unreadable)."""
+    """The device's NUMA node; -1 when sysfs does not know it (-1, missing or unreadable).
+
+    Unknown stays unknown here: the kubelet must get no NUMA node rather than a wrong one, and
+    the register annotation writes 0 for it, as HAMi does (`vgpu.domain.inventory`)."""
     path = sysfs_root / "bus" / "pci" / "devices" / sysfs_bus_id(nvml_bus_id) / "numa_node"
     try:
         text = path.read_text().strip()
     except OSError as err:
-        log.info("NUMA node unknown for PCI device %s (%s); using 0", nvml_bus_id, err)
-        return 0
+        log.info("NUMA node unknown for PCI device %s (%s)", nvml_bus_id, err)
+        return UNKNOWN_NUMA
     try:
         node = int(text)
     except ValueError:
-        log.warning("%s holds %r, not a number; using NUMA node 0", path, text)
-        return 0
-    return max(node, 0)
+        log.warning("%s holds %r, not a number; NUMA node unknown", path, text)
+        return UNKNOWN_NUMA
+    return max(node, UNKNOWN_NUMA)

@@ -2,6 +2,7 @@
 
 import argparse
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from vgpu.app.node_agent import (
     cannot_start,
     run_node_agent,
     stop_on_signals,
+    wait_for_driver,
 )
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
@@ -92,6 +94,12 @@ def register(subparsers: Any) -> None:
         help="tell HAMi-core not to limit SM utilisation (GPU_CORE_UTILIZATION_POLICY=disable)",
     )
     add(
+        "--health-listen",
+        metavar="[HOST]:PORT",
+        help="where to serve /healthz and /readyz for the kubelet's probes (default :9397; "
+        "empty: nowhere)",
+    )
+    add(
         "--state-dir",
         type=Path,
         metavar="DIR",
@@ -111,6 +119,7 @@ _FLAGS = (  # beside the node agent's
     "hook_path",
     "disable_core_limit",
     "state_dir",
+    "health_listen",
 )
 
 
@@ -118,8 +127,15 @@ def run(args: argparse.Namespace) -> int:
     return run_node_agent("vgpu device-plugin", load_config, args, _FLAGS, serve)
 
 
-def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = None) -> int:
-    """Build everything from `config` and run until SIGTERM or SIGINT; the exit code."""
+def serve(
+    config: DevicePluginConfig,
+    container: DevicePluginContainer | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Build everything from `config` and run until SIGTERM or SIGINT (or `stop` is set, for an
+    embedder running it on another thread); the exit code. The health endpoint serves from the
+    start; the NVIDIA driver is waited for (`driver_wait`) behind it, and the plugin is ready
+    once registered with the kubelet."""
     container = container or DevicePluginContainer(config=config)
     log.info(
         "starting on node %s: resource %s, split count %d, plugin dir %s",
@@ -128,9 +144,27 @@ def serve(config: DevicePluginConfig, container: DevicePluginContainer | None = 
         config.split_count,
         config.plugin_dir,
     )
+    stop = stop or stop_on_signals(log)
+    probes = container.probes()
     try:
-        daemon = container.daemon()
-    except (ConfigError, GpuUnavailable, ClusterError, KubeletError, ValueError) as exc:
-        return cannot_start("vgpu device-plugin", exc)
-    daemon.run(stop_on_signals(log))
+        server = container.probe_server()
+    except OSError as exc:
+        why = f"cannot serve /healthz on {config.health_listen}: {exc.strerror or exc}"
+        return cannot_start("vgpu device-plugin", RuntimeError(why))
+    if server is not None:
+        server.start()
+        log.info("serving /healthz and /readyz on %s", server.url)
+    try:
+        try:
+            gpus = wait_for_driver(config, container.gpu_port().discover, stop, probes.waiting)
+            if gpus is None:
+                return 0
+            probes.waiting("starting: GPUs found, connecting to the API server")
+            daemon = container.daemon()
+        except (ConfigError, GpuUnavailable, ClusterError, KubeletError, ValueError) as exc:
+            return cannot_start("vgpu device-plugin", exc)
+        daemon.run(stop)
+    finally:
+        if server is not None:
+            server.stop()
     return 0

@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
-from vgpu.app.settings import ResourceName, Takeover, VendorWord, load_settings
+from vgpu.app.settings import (
+    ListenAddressOrOff,
+    ResourceName,
+    Takeover,
+    VendorWord,
+    load_settings,
+)
 from vgpu.domain.mig import AllowlistError, MigAllowlistEntry, check_allowlist
 
 __all__ = [
@@ -110,6 +116,11 @@ class DevicePluginConfig(NodeAgentSettings):
     mig_profile_allowlist: tuple[MigAllowlistItem, ...] | None = None
     # how often MIG instances of finished or deleted pods are looked for and destroyed
     mig_reconcile_interval: float = Field(5.0, gt=0, le=3600)
+    # where /healthz and /readyz are served (docs/device-plugin.md#health); empty: nowhere
+    health_listen: ListenAddressOrOff = ":9397"
+    # a kubelet session step (serve, register, check for a restart) under way for longer makes
+    # /healthz fail, so that the kubelet restarts the plugin
+    liveness_stall: float = Field(60.0, gt=0, le=3600)
 
     @field_validator("mig_profile_allowlist")
     @classmethod

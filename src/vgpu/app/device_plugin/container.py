@@ -26,6 +26,7 @@ from vgpu.app.device_plugin.migmanager import MigManager
 from vgpu.app.device_plugin.nodeconfig import NodeSettings, node_settings
 from vgpu.app.device_plugin.nodeledger import NodeLedger
 from vgpu.app.device_plugin.pod_search import PodSearch
+from vgpu.app.device_plugin.probes import PluginProbes
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.segments import Segments
 from vgpu.app.device_plugin.served import ServedRecord
@@ -36,6 +37,8 @@ from vgpu.app.device_plugin.topology import TopologyScores
 from vgpu.app.device_plugin.trust import NodeGrantTrust
 from vgpu.app.fake_mode import fake_grant_keys
 from vgpu.app.node_agent import connection_settings, fake_node_cluster, make_gpu_port
+from vgpu.app.plain_http import PlainHttpServer, probe_route
+from vgpu.app.settings import host_and_port
 from vgpu.domain.allocation import AllocationConfig
 from vgpu.domain.trust import NamedSchedulers, Signatures
 from vgpu.domain.vendor import Vendor
@@ -138,6 +141,15 @@ def allocation_config(config: DevicePluginConfig, settings: NodeSettings) -> All
 def make_topology(config: DevicePluginConfig, port: GpuPort) -> TopologyScores | None:
     """Pair scores for hami.io/node-nvidia-score when `topology_score` is on."""
     return TopologyScores(port) if config.topology_score else None
+
+
+def make_probe_server(config: DevicePluginConfig, probes: PluginProbes) -> PlainHttpServer | None:
+    """`/healthz` and `/readyz` on `health_listen`; None when it is empty."""
+    if not config.health_listen:
+        return None
+    host, port = host_and_port(config.health_listen)
+    routes = {"/healthz": probe_route(probes.liveness), "/readyz": probe_route(probes.readiness)}
+    return PlainHttpServer(host, port, routes, "plugin-health")
 
 
 def plugin_options(settings: NodeSettings) -> PluginOptions:
@@ -243,6 +255,8 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         trust,
         config.provided.occupancy_check_interval,
     )
+    probes = providers.Singleton(PluginProbes, config.provided.liveness_stall)
+    probe_server = providers.Singleton(make_probe_server, config, probes)
     daemon = providers.Singleton(
         DevicePluginDaemon,
         session,
@@ -250,6 +264,7 @@ class DevicePluginContainer(containers.DeclarativeContainer):
         health,
         gpu_port,
         keeper,
+        probes,
         config.provided.kubelet_poll,
         mig=mig,
     )

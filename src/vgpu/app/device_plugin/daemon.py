@@ -6,6 +6,7 @@ import threading
 from vgpu.app.device_plugin.health import HealthWatcher
 from vgpu.app.device_plugin.keeper import OccupancyKeeper
 from vgpu.app.device_plugin.migmanager import MigManager
+from vgpu.app.device_plugin.probes import PluginProbes
 from vgpu.app.device_plugin.registrar import NodeRegistrar
 from vgpu.app.device_plugin.session import KubeletSession
 from vgpu.ports.gpu import GpuPort
@@ -14,8 +15,10 @@ log = logging.getLogger(__name__)
 
 
 class DevicePluginDaemon:
-    """Node registration, health watching, the occupancy keeper and (on a node with GPUs in MIG
-    mode) the release of MIG instances on threads; the kubelet session on the caller's."""
+    """Node registration, health watching, the occupancy keeper, the kubelet session and (on a
+    node with GPUs in MIG mode) the release of MIG instances, each on its own thread; the
+    caller's waits for the stop and then cleans up. The session thread is handed to `probes`,
+    whose liveness fails when it stops or gets stuck."""
 
     def __init__(
         self,
@@ -24,6 +27,7 @@ class DevicePluginDaemon:
         health: HealthWatcher,
         gpu_port: GpuPort,
         keeper: OccupancyKeeper,
+        probes: PluginProbes,
         kubelet_poll_s: float = 1.0,
         mig: MigManager | None = None,
     ) -> None:
@@ -34,6 +38,7 @@ class DevicePluginDaemon:
         self._keeper = keeper
         self._poll = kubelet_poll_s
         self._mig = mig if mig is not None and mig.active else None
+        self._probes = probes
 
     def run(self, stop: threading.Event) -> None:
         """Serve and register, keep it so, until `stop` is set; socket removed on the way out."""
@@ -48,14 +53,26 @@ class DevicePluginDaemon:
         for thread in threads:
             thread.daemon = True
             thread.start()
+        session = threading.Thread(
+            target=self._keep_session, args=(stop,), name="kubelet-session", daemon=True
+        )
+        self._probes.serving(self._session, session)
+        session.start()
         try:
-            self._session.start()
-            self._session.run(stop, self._poll)
+            stop.wait()
         finally:
             stop.set()
             self._registrar.wake()
+            session.join(timeout=5.0)
             self._session.stop()
             self._gpu_port.close()
             for thread in threads:
                 thread.join(timeout=5.0)
             log.info("device plugin stopped")
+
+    def _keep_session(self, stop: threading.Event) -> None:
+        try:
+            self._session.start()
+            self._session.run(stop, self._poll)
+        except BaseException:  # the thread ends here; /healthz fails from now on
+            log.critical("the kubelet session thread stopped", exc_info=True)

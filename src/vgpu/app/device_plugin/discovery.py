@@ -30,17 +30,21 @@ def discover(
     for gpu in port.discover():
         if settings.keeps(gpu):
             log.info(
-                "GPU %d %s: %s, %d MiB, NUMA %d%s",
+                "GPU %d %s: %s, %d MiB, NUMA %s%s",
                 gpu.index,
                 gpu.uuid,
                 gpu.name,
                 gpu.memory_mib,
-                gpu.numa,
+                gpu.numa if gpu.numa >= 0 else "unknown",
                 ", MIG on" if gpu.mig_enabled else "",
             )
             kept.append(gpu)
         else:
             log.info("GPU %d %s: filtered out by the node config", gpu.index, gpu.uuid)
+    if numa_topology:
+        log.info("each GPU's NUMA node is sent to the kubelet (numa_topology on)")
+    else:
+        log.info("no NUMA node is sent to the kubelet (numa_topology off)")
     profiles = _mig_profiles(port, kept, allowlist)
     return GpuState(kept, settings.sharing, numa_topology, profiles)
 

@@ -51,13 +51,16 @@ class GpuState:
         return list(self._gpus)
 
     def plugin_devices(self) -> tuple[int, list[PluginDevice]]:
-        """The generation and the advertised list: `split_count` replicas `<uuid>-<i>` per GPU."""
+        """The generation and the advertised list: `split_count` replicas `<uuid>-<i>` per GPU,
+        each with its GPU's NUMA node when `numa_topology` is on and the node is known (a GPU
+        whose NUMA node is unknown gets none: the kubelet's Topology Manager then treats it as
+        usable from any node, which is true, where a guessed node could be false)."""
         with self._changed:
             return self._generation, [
                 PluginDevice(
                     id=_replica_id(uuid, i),
                     healthy=self._healthy[uuid],
-                    numa=gpu.numa if self._numa else None,
+                    numa=gpu.numa if self._numa and gpu.numa >= 0 else None,
                 )
                 for uuid, gpu in self._gpus.items()
                 for i in range(self._sharing.split_count)

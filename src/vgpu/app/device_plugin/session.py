@@ -5,7 +5,8 @@
 re-created, ours removed) serve again and register again. Serving always comes first: the
 kubelet dials the plugin while it handles Register. A failure is logged as an error once, and
 again only when its reason changes, so a node whose kubelet is not up yet (or a fake-cluster
-run without one) does not fill the log.
+run without one) does not fill the log. `stalled_for()` says how long the step under way has
+taken (0 between steps), for the liveness probe.
 """
 
 import logging
@@ -38,11 +39,26 @@ class KubeletSession:
         self._needs_serve = True
         self._next_attempt = 0.0
         self._last_failure = ""
+        self._step_began: float | None = None
         self.registrations = 0
 
     @property
     def registered(self) -> bool:
         return self._registered
+
+    @property
+    def resource_name(self) -> str:
+        return self._resource
+
+    @property
+    def failure(self) -> str:
+        """Why the last attempt to serve or register failed; empty once registered."""
+        return self._last_failure
+
+    def stalled_for(self) -> float:
+        """Seconds the step under way has taken so far; 0 when none is under way."""
+        began = self._step_began
+        return 0.0 if began is None else max(self._clock() - began, 0.0)
 
     def start(self) -> None:
         """Serve and try to register once; failures are logged and retried by `tick`."""
@@ -50,6 +66,13 @@ class KubeletSession:
         self.tick()
 
     def tick(self) -> None:
+        self._step_began = self._clock()
+        try:
+            self._tick()
+        finally:
+            self._step_began = None
+
+    def _tick(self) -> None:
         if self._registered:
             if not self._kubelet.kubelet_restarted():
                 return

@@ -12,7 +12,9 @@ from vgpu.app.node_agent import (
     cannot_start,
     run_node_agent,
     stop_on_signals,
+    wait_for_driver,
 )
+from vgpu.app.plain_http import PlainHttpServer
 from vgpu.ports.cluster import ClusterError
 from vgpu.ports.gpu import GpuUnavailable
 
@@ -77,6 +79,14 @@ def register(subparsers: Any) -> None:
         default=None,
         help="tell HAMi-core when a higher-priority task is active on a card (default on)",
     )
+    add(
+        "--secure-metrics",
+        dest="secure_metrics.enabled",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve /metrics over HTTPS to bearer tokens allowed to get /metrics only "
+        "(TokenReview + SubjectAccessReview; default off)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -86,6 +96,7 @@ _FLAGS = (  # beside the node agent's
     "metrics_listen",
     "legacy_metrics",
     "priority_feedback",
+    "secure_metrics.enabled",
 )
 
 
@@ -94,31 +105,44 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> int:
-    """Build everything from `config` and run until SIGTERM or SIGINT; the exit code."""
+    """Build everything from `config` and run until SIGTERM or SIGINT; the exit code. The
+    metrics port serves from the start; the GPUs are waited for (`driver_wait`) behind it."""
     container = container or MonitorContainer(config=config)
-    try:
-        cards = container.gpu_port().read_usage()  # no driver is a deployment error: say so now
-        server = container.server()
-        daemon = container.daemon()
-    except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
-        return cannot_start("vgpu monitor", exc)
     stop = stop_on_signals(log)
-    server.start()
-    host, port = server.address
-    log.info(
-        "node %s: %d GPU(s), reading %s and %s, serving metrics on %s:%d, priority feedback %s",
-        config.node_name,
-        len(cards),
-        config.host_dir,
-        config.claims_dir or "no claim directories",
-        host,
-        port,
-        "on" if config.priority_feedback else "off",
-    )
+    server: PlainHttpServer | None = None
     try:
-        daemon.run(stop)
+        try:
+            server = container.server()
+            server.start()
+            log.info(
+                "serving metrics on %s%s",
+                server.url,
+                " (bearer tokens allowed to get /metrics only)"
+                if config.secure_metrics.enabled
+                else "",
+            )
+            read = container.gpu_port().read_usage
+            cards = wait_for_driver(config, read, stop, container.readiness().waiting)
+            if cards is None:
+                return 0
+            daemon = container.daemon()
+        except (ConfigError, GpuUnavailable, ClusterError, OSError, ValueError) as exc:
+            return cannot_start("vgpu monitor", exc)
+        container.readiness().ready()
+        log.info(
+            "node %s: %d GPU(s), reading %s and %s, priority feedback %s",
+            config.node_name,
+            len(cards),
+            config.host_dir,
+            config.claims_dir or "no claim directories",
+            "on" if config.priority_feedback else "off",
+        )
+        try:
+            daemon.run(stop)
+        finally:
+            container.accounting().close()
+            container.gpu_port().close()
     finally:
-        server.stop()
-        container.accounting().close()
-        container.gpu_port().close()
+        if server is not None:
+            server.stop()
     return 0

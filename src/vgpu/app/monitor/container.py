@@ -4,11 +4,14 @@ from collections.abc import Callable, Sequence
 
 from dependency_injector import containers, providers
 
+from vgpu.app.metrics_guard import MetricsGuard
 from vgpu.app.monitor.config import MonitorConfig
 from vgpu.app.monitor.daemon import MonitorDaemon
-from vgpu.app.monitor.http import MetricsServer
+from vgpu.app.monitor.http import MonitorReadiness, monitor_routes
 from vgpu.app.monitor.metrics import MonitorMetrics, MonitorSources
 from vgpu.app.node_agent import fake_node_cluster, make_gpu_port
+from vgpu.app.plain_http import PlainHttpServer
+from vgpu.app.secure_metrics import metrics_guard, metrics_tls
 from vgpu.domain.pod import Pod
 from vgpu.domain.vendor import Vendor
 from vgpu.ports.accounting import AccountingPort
@@ -46,12 +49,25 @@ def make_cluster(config: MonitorConfig) -> ClusterPort:
     return cluster
 
 
+def make_server(
+    config: MonitorConfig,
+    metrics: MonitorMetrics,
+    readiness: MonitorReadiness,
+    guard: MetricsGuard | None,
+) -> PlainHttpServer:
+    """The metrics port; HTTPS, and /metrics for allowed tokens only, with secure metrics."""
+    routes = monitor_routes(metrics.render, readiness, guard)
+    tls = metrics_tls(config.secure_metrics)
+    return PlainHttpServer(config.listen_host, config.listen_port, routes, "metrics-http", tls)
+
+
 def pods_on_node(cluster: ClusterPort, node: str) -> Callable[[], Sequence[Pod]]:
     return lambda: cluster.list_pods(node)
 
 
 class MonitorContainer(containers.DeclarativeContainer):
-    """Override `cluster`, `gpu_port` or `accounting` to embed or test with other adapters."""
+    """Override `cluster`, `gpu_port`, `accounting` or `guard` to embed or test with other
+    adapters."""
 
     config = providers.Dependency(instance_of=MonitorConfig)
 
@@ -65,12 +81,14 @@ class MonitorContainer(containers.DeclarativeContainer):
         providers.Singleton(MonitorSources, config.provided.node_name, gpu_port, accounting, pods),
         config.provided.legacy_metrics,
     )
-    server = providers.Singleton(
-        MetricsServer,
-        config.provided.listen_host,
-        config.provided.listen_port,
-        metrics.provided.render,
+    readiness = providers.Singleton(MonitorReadiness)
+    guard = providers.Singleton(
+        metrics_guard,
+        config.provided.secure_metrics,
+        config.provided.kubeconfig,
+        config.provided.fake_cluster,
     )
+    server = providers.Singleton(make_server, config, metrics, readiness, guard)
     daemon = providers.Singleton(
         MonitorDaemon,
         accounting,

@@ -1,68 +1,46 @@
-"""The monitor's HTTP port: `GET /metrics` (Prometheus text) and `GET /healthz`; nothing else."""
+"""The monitor's HTTP port: `GET /metrics` (Prometheus text), `/healthz` and `/readyz`.
 
-import logging
-import socket
+`/healthz` answers while the process runs; `/readyz` once the monitor reads the GPUs (before
+that it says why not, e.g. "waiting for the NVIDIA driver: ..."). With secure metrics on, the
+port is HTTPS and `/metrics` answers only a bearer token allowed to get it
+(`vgpu.app.metrics_guard`); the probes stay open, they tell nothing about the node's pods.
+"""
+
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from vgpu.app.exposition import CONTENT_TYPE
-
-log = logging.getLogger(__name__)
-
-
-class MetricsServer:
-    """Serves `render()` on `host:port` from a background thread (port 0: any free port)."""
-
-    def __init__(self, host: str, port: int, render: Callable[[], bytes]) -> None:
-        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
-        self._server = server_class((host, port), _handler(render))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="metrics-http", daemon=True
-        )
-
-    @property
-    def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+from vgpu.app.metrics_guard import MetricsGuard
+from vgpu.app.plain_http import Reply, Route, guarded, probe_route
 
 
-class _IPv6Server(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
+class MonitorReadiness:
+    """Empty once the monitor reads the GPUs, else why not (`/readyz`)."""
+
+    def __init__(self) -> None:
+        self._why = "starting"
+        self._lock = threading.Lock()
+
+    def waiting(self, why: str) -> None:
+        with self._lock:
+            self._why = why
+
+    def ready(self) -> None:
+        self.waiting("")
+
+    def __call__(self) -> str:
+        with self._lock:
+            return self._why
 
 
-def _handler(render: Callable[[], bytes]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                try:
-                    self._reply(200, render(), CONTENT_TYPE)
-                except Exception:  # a scrape must never take the server down
-                    log.exception("rendering /metrics failed")
-                    self._reply(500, b"rendering the metrics failed; see the monitor's log\n")
-            elif path == "/healthz":
-                self._reply(200, b"ok\n")
-            else:
-                self._reply(404, b"not found: this port serves /metrics and /healthz\n")
+def monitor_routes(
+    render: Callable[[], bytes], readiness: Callable[[], str], guard: MetricsGuard | None
+) -> dict[str, Route]:
+    def metrics(headers: Mapping[str, str]) -> Reply:
+        return Reply(200, render(), CONTENT_TYPE)
 
-        def _reply(self, status: int, body: bytes, kind: str = "text/plain") -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("%s %s", self.address_string(), format % args)
-
-    return Handler
+    return {
+        "/metrics": metrics if guard is None else guarded(guard, metrics),
+        "/healthz": probe_route(lambda: ""),
+        "/readyz": probe_route(readiness),
+    }

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vgpu.app.x509_parts import certificate_builder, key_pem, key_usage
 from vgpu.ports.webhook_tls import StoredCerts, WebhookTLSPort
 
 log = logging.getLogger(__name__)
@@ -161,18 +162,18 @@ class WebhookCerts:
             ]
         )
         ca = (
-            _builder(ca_name, ca_name, ca_key.public_key(), now, until)
+            certificate_builder(ca_name, ca_name, ca_key.public_key(), now, until)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
                 x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
             )
-            .add_extension(_usage(cert_sign=True), critical=True)
+            .add_extension(key_usage(cert_sign=True), critical=True)
             .sign(ca_key, hashes.SHA256())
         )
         key = ec.generate_private_key(ec.SECP256R1())
         [dns, *_] = self._config.dns_names()
         cert = (
-            _builder(
+            certificate_builder(
                 x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]),
                 ca_name,
                 key.public_key(),
@@ -184,7 +185,7 @@ class WebhookCerts:
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
                 critical=False,
             )
-            .add_extension(_usage(cert_sign=False), critical=True)
+            .add_extension(key_usage(cert_sign=False), critical=True)
             .add_extension(
                 x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
             )
@@ -197,10 +198,10 @@ class WebhookCerts:
         ca_pem = ca.public_bytes(serialization.Encoding.PEM)
         return {
             CA_CERT: ca_pem,
-            CA_KEY: _key_pem(ca_key),
+            CA_KEY: key_pem(ca_key),
             CA_BUNDLE: ca_pem + _previous_ca(previous, now),
             TLS_CERT: cert.public_bytes(serialization.Encoding.PEM),
-            TLS_KEY: _key_pem(key),
+            TLS_KEY: key_pem(key),
         }
 
     def _serve(self, current: StoredCerts) -> None:
@@ -211,46 +212,6 @@ class WebhookCerts:
         key_path.write_bytes(current.data[TLS_KEY])
         cert_path.write_bytes(current.data[TLS_CERT])
         self._served = dict(current.data)
-
-
-def _builder(
-    subject: x509.Name,
-    issuer: x509.Name,
-    public_key: ec.EllipticCurvePublicKey,
-    now: datetime.datetime,
-    until: datetime.datetime,
-) -> x509.CertificateBuilder:
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))  # tolerate clock skew
-        .not_valid_after(until)
-    )
-
-
-def _usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=not cert_sign,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=cert_sign,
-        crl_sign=cert_sign,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
 
 
 def _previous_ca(previous: StoredCerts | None, now: datetime.datetime) -> bytes:

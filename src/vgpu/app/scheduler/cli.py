@@ -13,6 +13,7 @@ from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
 from vgpu.app.scheduler.container import SchedulerContainer
 from vgpu.app.scheduler.listeners import ListenError, serve
 from vgpu.app.scheduler.tls import TlsError, WebhookTls
+from vgpu.app.secure_metrics import SecureMetricsError
 from vgpu.ports.cluster import ClusterError
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ It serves four listeners:
     GET  /healthz
     Off loopback it needs mutual TLS: extender.tls_cert, extender.tls_key, extender.client_ca.
   metrics (--metrics-listen, default 0.0.0.0:9395):
-    GET  /metrics     Prometheus
+    GET  /metrics     Prometheus; with --secure-metrics over HTTPS, and only for a bearer
+                      token whose identity may get /metrics (TokenReview, SubjectAccessReview)
   explain (--explain-listen, default 127.0.0.1:9396; kubectl port-forward reaches it):
     GET  /explain/NAMESPACE/NAME   the last decision on a pod, explained (JSON); it tells
                       any namespace's requests and cards, so off loopback it needs
@@ -80,6 +82,13 @@ def register(subparsers: Any) -> None:
         help="Prometheus /metrics address (default 0.0.0.0:9395)",
     )
     parser.add_argument(
+        "--secure-metrics",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve /metrics over HTTPS to bearer tokens allowed to get /metrics only "
+        "(TokenReview + SubjectAccessReview; default off)",
+    )
+    parser.add_argument(
         "--explain-listen",
         metavar="HOST:PORT",
         help="GET /explain address (default 127.0.0.1:9396; off loopback needs explain.expose)",
@@ -120,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         container.webhook_tls()  # certificates first: a bad file is reported before the
         container.extender_tls()  # cluster is even contacted
         listeners = container.listeners()
-    except (TlsError, FakeClusterError, ClusterError) as exc:
+    except (TlsError, FakeClusterError, ClusterError, SecureMetricsError) as exc:
         print(f"vgpu scheduler: {exc}", file=sys.stderr)
         return 2
     mode = f"fake cluster {args.fake_cluster}" if args.fake_cluster else "Kubernetes"
@@ -156,6 +165,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "tls_cert": args.tls_cert,
         "tls_key": args.tls_key,
         "kubeconfig": args.kubeconfig,
+        "metrics.secure.enabled": args.secure_metrics,
     }
     for flag, address, port in (
         (args.listen, "listen_address", "listen_port"),

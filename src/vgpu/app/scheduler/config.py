@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.scheduler.certs import WebhookCertsConfig
+from vgpu.app.secure_metrics import SecureMetrics
 from vgpu.app.settings import (
     DeviceClassName,
     DraDriverName,
@@ -174,10 +175,12 @@ class ExtenderListener(_Model):
 
 
 class MetricsListener(_Model):
-    """Where Prometheus scrapes `/metrics` (plain HTTP, nothing else served there)."""
+    """Where Prometheus scrapes `/metrics` (nothing else served there): plain HTTP, or with
+    `secure.enabled` HTTPS for bearer tokens allowed to get /metrics only."""
 
     address: str = Field(default="0.0.0.0", min_length=1)
     port: int = Field(default=9395, ge=0, le=65535)
+    secure: SecureMetrics = Field(default_factory=SecureMetrics)
 
 
 class ExplainListener(_Model):

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.fake_mode import PodRecorder, fake_grant_keys, load_fake_cluster, load_fake_dra
+from vgpu.app.metrics_guard import MetricsGuard
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.bind import BindVerb
 from vgpu.app.scheduler.certs import WebhookCerts
@@ -46,6 +47,7 @@ from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.takeover import REPORT_PERIOD, TakeoverReport
 from vgpu.app.scheduler.tls import WebhookTls, mutual_tls_context
 from vgpu.app.scheduler.trust import GrantTrust
+from vgpu.app.secure_metrics import metrics_guard, metrics_tls
 from vgpu.domain import Pod
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.dra import ClaimTemplatePort, DraReadPort
@@ -206,6 +208,12 @@ def build_extender_tls(config: SchedulerConfig) -> ssl.SSLContext | None:
     return mutual_tls_context(e.tls_cert, e.tls_key, e.client_ca)
 
 
+def build_metrics_guard(
+    config: SchedulerConfig, fake_cluster_file: Path | None
+) -> MetricsGuard | None:
+    return metrics_guard(config.metrics.secure, config.kubeconfig, fake_cluster_file)
+
+
 def build_listeners(
     config: SchedulerConfig,
     webhook: FastAPI,
@@ -220,7 +228,7 @@ def build_listeners(
     return [
         Listener("webhook", webhook, config.listen_address, config.listen_port, webhook_context),
         Listener("extender", extender, e.address, e.port, extender_tls),
-        Listener("metrics", metrics, m.address, m.port),
+        Listener("metrics", metrics, m.address, m.port, metrics_tls(m.secure)),
         Listener("explain", explain, x.address, x.port),
     ]
 
@@ -268,7 +276,7 @@ class SchedulerContainer(containers.DeclarativeContainer):
     pod_writer = providers.Singleton(PodWriter, backend.provided.port, vendor, fence)
     revoker = providers.Singleton(Revoker, pod_writer, vendor)
     events = providers.Singleton(EventQueue, backend.provided.port, leader_check)
-    book = providers.Singleton(OccupancyBook)
+    book = providers.Singleton(OccupancyBook, state)
     late_grants = providers.Singleton(LateGrants, revoker, events, fence)
     follower = providers.Singleton(
         ClusterFollower, state, vendor, memory_factor, clock, trust, book, late_grants
@@ -349,7 +357,8 @@ class SchedulerContainer(containers.DeclarativeContainer):
         preempter=preempter,
         state_lock=state.provided.locked_if_free,
     )
-    metrics_app = providers.Singleton(http.metrics_app, metrics)
+    metrics_guard = providers.Singleton(build_metrics_guard, config, fake_cluster_file)
+    metrics_app = providers.Singleton(http.metrics_app, metrics, metrics_guard)
     explain_app = providers.Singleton(http.explain_app, explanations)
     webhook_tls_setup = providers.Singleton(build_webhook_tls, config, backend.provider)
     webhook_tls = providers.Callable(lambda setup: setup.tls, webhook_tls_setup)

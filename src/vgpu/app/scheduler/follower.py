@@ -64,7 +64,7 @@ class ClusterFollower:
         self._memory_factor = memory_factor
         self._clock = clock
         self._trust = trust
-        self._book = book if book is not None else OccupancyBook()
+        self._book = book if book is not None else OccupancyBook(state)
         self._bound = BoundPods(state, self._book, vendor)
         self._late_grants = late_grants
         self._quotas: dict[tuple[str, str], QuotaLimits] = {}

@@ -4,7 +4,7 @@
   requests become DRA claims), and `/healthz`, `/readyz` for the kubelet.
 - `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
   preempter) for kube-scheduler, and `/healthz`.
-- `metrics_app`: `GET /metrics` for Prometheus.
+- `metrics_app`: `GET /metrics` for Prometheus (with a guard, for allowed bearer tokens only).
 - `explain_app`: `GET /explain/<ns>/<name>`: the scheduler's last decision on a pod, explained
   (read-only; it tells any namespace's requests and cards, so its listener is loopback).
 
@@ -34,6 +34,7 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
 from vgpu.app.exposition import CONTENT_TYPE
+from vgpu.app.metrics_guard import MetricsGuard
 from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.http_bodies import (
     BODY_LIMIT,
@@ -252,13 +253,22 @@ def _preempt_route(
         return _json(preempt_reply(result))
 
 
-def metrics_app(metrics: SchedulerMetrics) -> FastAPI:
-    """`GET /metrics`, rendered on a thread (it reads the state under its lock)."""
-    app, pool = _app("metrics", 1)
+def metrics_app(metrics: SchedulerMetrics, guard: MetricsGuard | None = None) -> FastAPI:
+    """`GET /metrics`, rendered on a thread (it reads the state under its lock); with `guard`,
+    only for bearer tokens it lets through (its reviews run on the thread pool too)."""
+    app, pool = _app("metrics", 2)
 
     @app.get("/metrics")
-    async def metrics_() -> Response:
-        text = await asyncio.get_running_loop().run_in_executor(pool, metrics.render)
+    async def metrics_(request: Request) -> Response:
+        loop = asyncio.get_running_loop()
+        if guard is not None:
+            authorization = request.headers.get("authorization")
+            refusal = await loop.run_in_executor(pool, guard.check, authorization)
+            if refusal is not None:
+                return PlainTextResponse(
+                    f"{refusal.message}\n", refusal.status, headers=dict(refusal.headers)
+                )
+        text = await loop.run_in_executor(pool, metrics.render)
         return Response(text, media_type=CONTENT_TYPE)
 
     return app

@@ -12,16 +12,29 @@ say later (a tenant can edit its own pod). Which grant counts for a bound, unfin
 The record comes first so that the leader and a standby (or a restarted process, which has no
 memory) count the same. The leader records every counted grant: at bind, in the node lock's
 own patch, and for the others (pods placed by HAMi or another replica, or before the upgrade)
-in the background (`recorder.py`). The book only keeps this knowledge; it is thread-safe.
+in the background (`recorder.py`). A grant the record has no room for is named in its
+overflow, and the node takes no new grants while it names any: a process that did not count
+that pod from the start cannot know its grant (see `OccupancyBook`). The book keeps this
+knowledge and closes and opens nodes in the state; it is thread-safe.
 """
 
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import PodGrants
 from vgpu.domain.initrelease import InitProgress
-from vgpu.domain.trust import GrantClaim, OccupancyEntry, OccupancyRecord, decode_occupancy_record
+from vgpu.domain.trust import (
+    OCCUPANCY_ANNOTATION,
+    GrantClaim,
+    OccupancyEntry,
+    OccupancyRecord,
+    decode_occupancy_record,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +55,17 @@ class Held:
 
 
 class OccupancyBook:
-    """Bound pods' counted grants, and the nodes' occupancy records as last read."""
+    """Bound pods' counted grants, and the nodes' occupancy records as last read.
 
-    def __init__(self) -> None:
+    A node whose record names pods in its overflow (counted, but with no grant in the record)
+    is closed to new grants in `state` for as long as it does: after a restart nobody knows
+    what those pods were granted, only that their annotations may have been edited since. Every
+    replica reads the same records, so all of them close and open the same nodes."""
+
+    def __init__(self, state: SchedulerState | None = None) -> None:
+        self._state = state
         self._lock = threading.Lock()
+        self._publishing = threading.Lock()  # one node closure at a time, in the book's order
         self._texts: dict[str, str] = {}  # node -> its record's text as last read
         self._records: dict[str, OccupancyRecord] = {}  # node -> its record, decoded
         self._recorded_on: dict[str, str] = {}  # uid -> the node whose record names it
@@ -53,6 +73,8 @@ class OccupancyBook:
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
         self._ended: dict[str, set[str]] = {}  # node -> uids of ended pods its record names
         self._left_out: dict[str, set[str]] = {}  # node -> uids its record had no room for
+        self._vouched: set[str] = set()  # uids this process put in an overflow, grant known
+        self._closed: dict[str, tuple[str, ...]] = {}  # node -> the pods that closed it
 
     # records -----------------------------------------------------------------------------------
     def read_record(
@@ -69,12 +91,13 @@ class OccupancyBook:
             if text:
                 self._texts[node] = text
                 self._records[node] = record
-            for uid in record.entries:
+            for uid in (*record.entries, *record.overflow):
                 self._recorded_on[uid] = node
             if node in self._ended:  # ended pods the record still names
-                self._ended[node] &= set(record.entries)
+                self._ended[node] &= record.entries.keys() | record.overflow.keys()
             self._left_out.pop(node, None)  # room may have been made: try them again
-            return record
+        self._publish(node)
+        return record
 
     def drop_node(self, node: str) -> None:
         """The node is gone: so is its record (its pods' counted grants stay until they end)."""
@@ -82,6 +105,7 @@ class OccupancyBook:
             self._forget_record(node)
             self._ended.pop(node, None)
             self._left_out.pop(node, None)
+        self._publish(node)
 
     def recorded(self, node: str, uid: str) -> OccupancyEntry | None:
         with self._lock:
@@ -99,24 +123,36 @@ class OccupancyBook:
         with self._lock:
             return frozenset(self._ended.get(node, ()))
 
-    def unrecorded(self) -> dict[str, dict[str, OccupancyEntry]]:
-        """Per node, the held pods its record does not name yet (and has room for)."""
+    def to_record(self) -> dict[str, dict[str, OccupancyEntry]]:
+        """Per node whose record needs a write: the held pods it has no entry for yet (and has
+        room for), perhaps none when only ended pods' entries are to go. A pod the record names
+        in its overflow is recorded only by the process that put it there, which knows its
+        grant; anyone else has only its annotations, which its tenant may have edited since."""
         with self._lock:
-            found: dict[str, dict[str, OccupancyEntry]] = {}
+            found: dict[str, dict[str, OccupancyEntry]] = {
+                node: {} for node, uids in self._ended.items() if uids
+            }
             for node, keys in self._held_on.items():
-                record = self._records[node].entries if node in self._records else {}
-                skipped = self._left_out.get(node, set())
+                record = self._records.get(node, _NO_RECORD)
+                # a write that drops ended pods makes room: what had none is tried again
+                skipped = set() if self._ended.get(node) else self._left_out.get(node, set())
                 for key in keys:
                     held = self._held[key]
-                    if held.uid not in record and held.uid not in skipped:
-                        found.setdefault(node, {})[held.uid] = held.entry
+                    uid = held.uid
+                    if uid in record.entries or uid in skipped:
+                        continue
+                    if uid in record.overflow and uid not in self._vouched:
+                        continue
+                    found.setdefault(node, {})[uid] = held.entry
             return found
 
     def left_out(self, node: str, uids: Iterable[str]) -> None:
-        """The record had no room for these: the background recorder stops trying until the
-        record changes."""
+        """This process put these pods in the node's overflow, knowing their grants: the
+        background recorder stops trying until the record changes, then records them once
+        there is room."""
         with self._lock:
             self._left_out.setdefault(node, set()).update(uids)
+            self._vouched.update(uids)
 
     def end_all_but(self, live: set[str]) -> None:
         """After reading every pod: recorded uids of pods that no longer exist have ended."""
@@ -144,6 +180,7 @@ class OccupancyBook:
         """The pod finished or was deleted: it holds nothing, and its record entry may go."""
         with self._lock:
             self._unhold(pod)
+            self._vouched.discard(uid)
             node = self._recorded_on.get(uid)
             if node is not None:
                 self._ended.setdefault(node, set()).add(uid)
@@ -165,7 +202,43 @@ class OccupancyBook:
 
     def _forget_record(self, node: str) -> None:
         record = self._records.pop(node, None)
-        for uid in record.entries if record is not None else ():
+        for uid in (*record.entries, *record.overflow) if record is not None else ():
             if self._recorded_on.get(uid) == node:
                 del self._recorded_on[uid]
         self._texts.pop(node, None)
+
+    def _publish(self, node: str) -> None:
+        """Close the node to new grants while its record has an overflow, open it once it has
+        none (outside the book's lock: the state's lock is taken before the book's elsewhere)."""
+        if self._state is None:
+            return
+        with self._publishing:
+            with self._lock:
+                overflow = self._records.get(node, _NO_RECORD).overflow
+            pods = tuple(sorted(overflow.values()))
+            if self._closed.get(node, ()) == pods:
+                return
+            if pods:
+                problem = _closed_because(node, pods)
+                self._closed[node] = pods
+                log.warning("%s", problem)
+            else:
+                problem = None
+                del self._closed[node]
+                log.info("node %s: its occupancy record holds every counted pod again", node)
+            self._state.close_node(node, problem)
+
+
+_NO_RECORD = OccupancyRecord({})
+_NAMED = 5  # pods named in a closed node's reason; the log of the write that left them out has all
+
+
+def _closed_because(node: str, pods: tuple[str, ...]) -> str:
+    named = ", ".join(pods[:_NAMED])
+    if len(pods) > _NAMED:
+        named += f" and {len(pods) - _NAMED} more"
+    return (
+        f"node {node}: its occupancy record ({OCCUPANCY_ANNOTATION}) could not keep the grants "
+        f"of {len(pods)} counted pod(s) ({named}); it takes no new GPU grants until the leader "
+        "records them or they end"
+    )

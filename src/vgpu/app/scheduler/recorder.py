@@ -4,13 +4,13 @@
   is created: a bind costs no extra API call.
 - Bound pods counted but not recorded (HAMi's pods when vgpu starts, pods bound by another
   replica or before an upgrade) are recorded in the background (`record_now`), one patch per
-  node for all of that node's pods.
+  node for all of that node's pods; the same pass drops the entries of pods that have ended.
 
 Each write reads the node and carries its resourceVersion, so it never overwrites an entry it
 did not see; on a conflict it reads again and retries (the adapter's `update_node_annotations`
-and `lock_node`). A write also drops the entries of pods that have ended. An entry that would
-take a node's record past its bound is left out, with a warning: that pod is counted in memory
-only, and a restart counts it from its annotations.
+and `lock_node`). A grant the record has no room for is named in its overflow, with a warning:
+the node then takes no new grants until it is recorded (here, once room is made) or its pod
+ends (see `occupancy.py`).
 """
 
 import logging
@@ -20,6 +20,7 @@ from vgpu.app.scheduler.fence import Fence
 from vgpu.app.scheduler.occupancy import OccupancyBook
 from vgpu.domain import Pod
 from vgpu.domain.trust import (
+    MAX_ENTRY_BYTES,
     MAX_RECORD_BYTES,
     OCCUPANCY_ANNOTATION,
     GrantClaim,
@@ -42,42 +43,73 @@ class RecordWrite:
         self._node = node
         self._add = dict(add)
         self._change: OccupancyRecordChange | None = None
+        self._dropped = 0
 
     def __call__(self, annotations: Mapping[str, str]) -> dict[str, str | None]:
         book, node = self._book, self._node
         text = annotations.get(OCCUPANCY_ANNOTATION)
         decoded = book.decoded(node, text)  # usually the text the follower read last
-        change = updated_occupancy_record(text, self._add, book.ended_on(node), decoded=decoded)
+        ended = book.ended_on(node)
+        change = updated_occupancy_record(text, self._add, ended, decoded=decoded)
         self._change = change
+        self._dropped = len(ended)
         return {} if change.text is None else {OCCUPANCY_ANNOTATION: change.text}
 
     @property
+    def wrote(self) -> bool:
+        """Whether the write changed the record (False before it is computed)."""
+        return self._change is not None and self._change.text is not None
+
+    @property
     def recorded(self) -> int:
-        """How many of the entries asked for the write put in (0 before it is computed)."""
+        """How many of the entries asked for the record holds after the write."""
         change = self._change
         if change is None or change.text is None:
             return 0
-        return len(self._add) - len(change.left_out)
+        return sum(1 for uid, entry in self._add.items() if change.entries.get(uid) == entry)
 
     def done(self) -> None:
         """The write landed: the book knows the record now; what had no room is reported."""
-        change = self._change
+        change, node = self._change, self._node
         if change is None:
             return
         if change.text is not None:
-            self._book.read_record(self._node, change.text, OccupancyRecord(change.entries))
+            record = OccupancyRecord(change.entries, overflow=change.overflow)
+            self._book.read_record(node, change.text, record)
         if change.left_out:
-            self._book.left_out(self._node, change.left_out)
-            pods = ", ".join(sorted(self._add[uid].pod for uid in change.left_out))
+            self._book.left_out(node, change.left_out)
             log.warning(
-                "node %s: the occupancy record has no room for pod(s) %s (it would be %d bytes, "
-                "the limit is %d): counted in memory only, a restart counts them from their "
-                "annotations",
-                self._node,
-                pods,
+                "node %s: the occupancy record has no room for the grant(s) of pod(s) %s (it would "
+                "be %d bytes, the limit is %d; one entry at most %d): they are named in its "
+                "overflow, and the node takes no new grants until they are recorded or end",
+                node,
+                ", ".join(sorted(change.overflow[uid] for uid in change.left_out)),
                 change.wanted_size,
                 MAX_RECORD_BYTES,
+                MAX_ENTRY_BYTES,
             )
+        if change.unlisted:
+            log.error(
+                "node %s: the occupancy record cannot even name pod(s) %s in its overflow: a "
+                "restart counts them from their annotations",
+                node,
+                ", ".join(sorted(self._pod(uid) for uid in change.unlisted)),
+            )
+
+    def report(self) -> None:
+        """The log line of a background write that landed."""
+        if self.wrote:
+            log.info(
+                "node %s: occupancy record written: %d bound pod(s) recorded, %d ended pod(s) "
+                "dropped",
+                self._node,
+                self.recorded,
+                self._dropped,
+            )
+
+    def _pod(self, uid: str) -> str:
+        entry = self._add.get(uid)
+        return entry.pod if entry is not None else f"uid {uid}"
 
 
 class OccupancyRecorder:
@@ -91,12 +123,12 @@ class OccupancyRecorder:
         return RecordWrite(self._book, node, {pod.uid: OccupancyEntry.of(pod.key, claim)})
 
     def record_now(self) -> int:
-        """On the leader, record every counted bound pod not recorded yet; returns how many
-        nodes' records were written."""
+        """On the leader, record every counted bound pod not recorded yet and drop the entries
+        of pods that ended; returns how many nodes' records were written."""
         if not self._fence.leading:
             return 0
         written = 0
-        for node, add in sorted(self._book.unrecorded().items()):
+        for node, add in sorted(self._book.to_record().items()):
             write = RecordWrite(self._book, node, add)
             try:
                 self._fence.check(f"occupancy record of node {node}")
@@ -105,11 +137,6 @@ class OccupancyRecorder:
                 log.warning("node %s: occupancy record not written (%s); will retry", node, exc)
                 continue
             write.done()
-            if write.recorded:
-                written += 1
-                log.info(
-                    "node %s: %d bound pod(s) recorded in its occupancy record",
-                    node,
-                    write.recorded,
-                )
+            write.report()
+            written += 1 if write.wrote else 0
         return written

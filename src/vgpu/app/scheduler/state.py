@@ -63,6 +63,7 @@ class SchedulerState:
         self.quota = QuotaBook()
         self._problems: dict[str, str] = {}
         self._unreported: dict[str, str] = {}  # node -> why the handshake dropped its cards
+        self._closed: dict[str, str] = {}  # node -> why it takes no new grants (its cards stay)
         self._reservations: dict[str, Reservation] = {}
         self._revoked: dict[str, set[str]] = {}
         self._limited: set[str] = set()
@@ -123,6 +124,15 @@ class SchedulerState:
         with self._lock:
             return self._unreported.pop(node, None) is not None
 
+    def close_node(self, node: str, problem: str | None) -> None:
+        """With a `problem`, the node takes no new grants (filter replies name it) while what
+        it holds stays counted; None opens it again."""
+        with self._lock:
+            if problem is None:
+                self._closed.pop(node, None)
+            else:
+                self._closed[node] = problem
+
     def views(
         self, names: Iterable[str], exclude_pod: str | None = None
     ) -> tuple[list[NodeView], dict[str, NodeRejection]]:
@@ -165,16 +175,19 @@ class SchedulerState:
             return self.ledger.feasible(plan, candidates, budget, exclude_pod=plan.key), broken
 
     def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
-        if not self._problems and not self._unreported:  # the usual case, in one C call
+        if not self._problems and not self._unreported and not self._closed:  # the usual case
             return list(dict.fromkeys(names)), {}
         candidates: list[str] = []
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
             problem = self._problems.get(name) or self._unreported.get(name)
-            if problem is None:
-                candidates.append(name)
-            else:
+            closed = self._closed.get(name)
+            if problem is not None:
                 broken[name] = NodeRejection(name, Reason.NODE_UNREGISTERED, problem)
+            elif closed is not None:
+                broken[name] = NodeRejection(name, Reason.UNRECORDED, closed)
+            else:
+                candidates.append(name)
         return candidates, broken
 
     def usage_view(self, name: str) -> NodeView:

@@ -17,6 +17,7 @@ from vgpu.domain.trust.grant_trust import (
 from vgpu.domain.trust.kubelet_holdings import DeviceAssignment, KubeletHolding, holdings_by_pod
 from vgpu.domain.trust.occupancy import Basis, Occupancy, judge_occupancy
 from vgpu.domain.trust.occupancy_record import (
+    MAX_ENTRY_BYTES,
     MAX_RECORD_BYTES,
     OCCUPANCY_ANNOTATION,
     OccupancyEntry,
@@ -42,6 +43,7 @@ from vgpu.domain.trust.signing import (
 
 __all__ = [
     "GRANT_SIGNATURE_ANNOTATION",
+    "MAX_ENTRY_BYTES",
     "MAX_RECORD_BYTES",
     "OCCUPANCY_ANNOTATION",
     "Basis",

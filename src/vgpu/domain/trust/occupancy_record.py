@@ -5,75 +5,133 @@ annotation `vgpu.io/occupancy`, the grant it counts for each pod on that node: e
 the grant again after a restart, whatever the pod's annotations say by then. Compact JSON,
 keys sorted so that two replicas writing the same record write the same text:
 
-    {"v":1,"pods":{"<pod uid>":{"pod":"<namespace>/<name>","time":"<hami.io/vgpu-time>",
-     "allocated":"<hami.io/vgpu-devices-allocated>","mig":"<signed MIG reservations>"}}}
+    {"v":2,"pods":{"<pod uid>":{"pod":"<namespace>/<name>","time":<hami.io/vgpu-time>,
+     "allocated":"<hami.io/vgpu-devices-allocated>","mig":"<signed MIG reservations>"}},
+     "overflow":{"<pod uid>":"<namespace>/<name>"}}
 
-(`mig` only when the grant has MIG instances). Only the scheduler writes it, so a record that
-does not read is a bug or an operator's edit: what reads is used, the rest is reported and
-dropped at the next write. A node's annotations share 256 KiB, so the record is bounded
-(`MAX_RECORD_BYTES`); an entry that would take it past the bound is left out and reported.
+`time` is a number: the grant's `hami.io/vgpu-time` when it is a whole number of seconds
+written as the schedulers write it (no sign, no leading zero, at most Go's int64), left out
+otherwise; nothing else a tenant could have written is copied in whole. `mig` is there only
+when the grant has MIG instances. A node's annotations share 256 KiB, so an entry is at most
+`MAX_ENTRY_BYTES` and the record at most `MAX_RECORD_BYTES`. A pod whose entry is too big, or
+does not fit, is named in `overflow` instead (the largest entries go there first): the record
+then says that it holds pods whose grants it could not keep, so that nobody who reads it later
+takes the pod's annotations for its grant.
+
+Only the scheduler writes the record, so one that does not read is a bug or an operator's edit:
+what reads is used, the rest is reported and dropped at the next write. Records of version 1
+(the time as a string, no overflow) read too.
 
 >>> entry = OccupancyEntry("default/p", "1750000000", "GPU-0,NVIDIA,1000,10:;")
 >>> text = encode_occupancy_record({"u1": entry})
 >>> text
-'{"pods":{"u1":{"allocated":"GPU-0,NVIDIA,1000,10:;","pod":"default/p","time":"1750000000"}},"v":1}'
+'{"pods":{"u1":{"allocated":"GPU-0,NVIDIA,1000,10:;","pod":"default/p","time":1750000000}},"v":2}'
 >>> decode_occupancy_record(text).entries["u1"] == entry
 True
+>>> from dataclasses import replace
+>>> hostile = replace(entry.claim("u1", "n1"), assigned_time="1" * 130_851)
+>>> OccupancyEntry.of("default/p", hostile).assigned_time
+''
 """
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from vgpu.domain.errors import CodecError, brief
+from vgpu.domain.hostile_text import INT64, read_json, whole_number
 from vgpu.domain.trust.signing import GrantClaim
 
 OCCUPANCY_ANNOTATION = "vgpu.io/occupancy"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+READ_VERSIONS = (1, 2)
 MAX_RECORD_BYTES = 128 * 1024  # half of what a Node's annotations may hold together
+MAX_ENTRY_BYTES = 4 * 1024  # a grant of about 60 cards; a pod's own is a few hundred bytes
+MAX_POD_KEY = 63 + 1 + 253  # a namespace, '/', a pod name, at Kubernetes' own limits
+MAX_UID = 128  # Kubernetes writes 36-character UUIDs
 
 
 @dataclass(frozen=True, slots=True)
 class OccupancyEntry:
-    """One pod's counted grant: its key and the grant's annotations as they were counted."""
+    """One pod's counted grant: its key and the grant's annotations as they were counted.
+
+    `of` and decoding keep `assigned_time` only when the record can (`recordable_time`); an
+    entry made otherwise with another time is written without one."""
 
     pod: str  # namespace/name, for people and logs; the record is keyed by uid
-    assigned_time: str  # hami.io/vgpu-time
+    assigned_time: str  # hami.io/vgpu-time as a whole number of seconds, or ''
     allocated: str  # hami.io/vgpu-devices-allocated, byte for byte
     mig_reservations: str = ""  # hami.io/vgpu-mig-allocations as signed (no runtime fields)
+    _text: str = field(default="", init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: str, claim: GrantClaim) -> "OccupancyEntry":
-        return cls(pod, claim.assigned_time, claim.allocated, claim.mig_reservations)
+        time = recordable_time(claim.assigned_time)
+        return cls(pod, time, claim.allocated, claim.mig_reservations)
 
     def claim(self, uid: str, node: str) -> GrantClaim:
         """The grant this entry records, as a claim of pod `uid` on `node`."""
         return GrantClaim(uid, node, self.assigned_time, self.allocated, self.mig_reservations)
 
+    @property
+    def text(self) -> str:
+        """The entry's JSON in the record (made once: a bind re-encodes every entry)."""
+        if not self._text:
+            out: dict[str, Any] = {"pod": self.pod, "allocated": self.allocated}
+            if recordable_time(self.assigned_time):
+                out["time"] = int(self.assigned_time)
+            if self.mig_reservations:
+                out["mig"] = self.mig_reservations
+            object.__setattr__(self, "_text", _compact(out))
+        return self._text
+
 
 @dataclass(frozen=True, slots=True)
 class OccupancyRecord:
-    """A decoded record: the entries that read, by pod uid, and what did not read."""
+    """A decoded record: the entries that read, by pod uid; the pods it names in `overflow`
+    (uid -> namespace/name), counted but without a grant in the record; what did not read."""
 
     entries: Mapping[str, OccupancyEntry]
     problems: tuple[str, ...] = ()
+    overflow: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class OccupancyRecordChange:
-    """What to write: the new annotation text (None: nothing changes) and the entries the record
-    holds then, the uids whose entries were left out because the record would pass its bound,
-    and the size it would have had with every entry asked for."""
+    """What to write: the new annotation text (None: nothing changes), the entries and overflow
+    the record holds then, the uids whose grants this write put into the overflow (asked for,
+    or in the record before), the uids it could not even name there, and the size the record
+    would have had with every entry asked for."""
 
     text: str | None
     entries: Mapping[str, OccupancyEntry]
+    overflow: Mapping[str, str] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()
+    unlisted: tuple[str, ...] = ()
     wanted_size: int = 0
 
 
-def encode_occupancy_record(entries: Mapping[str, OccupancyEntry]) -> str:
-    pods = {uid: _entry_json(entry) for uid, entry in entries.items()}
-    return json.dumps({"v": RECORD_VERSION, "pods": pods}, separators=(",", ":"), sort_keys=True)
+def recordable_time(text: str) -> str:
+    """`hami.io/vgpu-time` as the record keeps it: the text when it is a whole number of
+    seconds written as HAMi and vgpu write it (0..int64, no sign or leading zero), else ''."""
+    if text.isascii() and text.isdigit() and len(text) < 19 and text[0] != "0":
+        return text  # the usual case, quickly: any 18 digits are within int64
+    try:
+        seconds = whole_number(text, 0, INT64[1])
+    except ValueError:
+        return ""
+    return text if str(seconds) == text else ""
+
+
+def encode_occupancy_record(
+    entries: Mapping[str, OccupancyEntry], overflow: Mapping[str, str] | None = None
+) -> str:
+    """The record's text: `json.dumps` of it with sorted keys and no spaces, joined from each
+    entry's own text."""
+    pods = ",".join(f"{_compact(uid)}:{entries[uid].text}" for uid in sorted(entries))
+    named = f'"overflow":{_compact(dict(overflow))},' if overflow else ""
+    return f'{{{named}"pods":{{{pods}}},"v":{RECORD_VERSION}}}'
 
 
 def decode_occupancy_record(text: str | None) -> OccupancyRecord:
@@ -82,23 +140,28 @@ def decode_occupancy_record(text: str | None) -> OccupancyRecord:
     if not text:
         return OccupancyRecord({})
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return OccupancyRecord({}, (f"{OCCUPANCY_ANNOTATION} is not JSON: {exc}",))
+        data = read_json(text, OCCUPANCY_ANNOTATION)
+    except CodecError as exc:
+        return OccupancyRecord({}, (str(exc),))
     if not isinstance(data, dict) or not isinstance(data.get("pods"), dict):
         return OccupancyRecord({}, (f'{OCCUPANCY_ANNOTATION} must be an object with "pods"',))
-    if data.get("v") != RECORD_VERSION:
-        version = data.get("v")
-        return OccupancyRecord({}, (f"{OCCUPANCY_ANNOTATION} has version {version!r}, not 1",))
+    version = data.get("v")
+    if type(version) is not int or version not in READ_VERSIONS:
+        return OccupancyRecord(
+            {}, (f"{OCCUPANCY_ANNOTATION} has version {brief(version, 20)}, not 1 or 2",)
+        )
     entries: dict[str, OccupancyEntry] = {}
     problems: list[str] = []
     for uid, raw in data["pods"].items():
-        entry = _entry(raw)
-        if uid and entry is not None:
+        entry, problem = _entry(uid, raw)
+        if entry is not None:
             entries[uid] = entry
-        else:
-            problems.append(f"{OCCUPANCY_ANNOTATION} entry {uid!r} does not read: {raw!r:.200}")
-    return OccupancyRecord(entries, tuple(problems))
+        if problem:
+            problems.append(f"{OCCUPANCY_ANNOTATION} entry {brief(uid, 60)} {problem}")
+    overflow = _overflow(data.get("overflow", {}), problems)
+    for uid in entries.keys() & overflow.keys():
+        del overflow[uid]
+    return OccupancyRecord(entries, tuple(problems), overflow)
 
 
 def updated_occupancy_record(
@@ -108,44 +171,131 @@ def updated_occupancy_record(
     limit: int = MAX_RECORD_BYTES,
     decoded: OccupancyRecord | None = None,
 ) -> OccupancyRecordChange:
-    """The record `text` with the entries of `drop` (uids of pods that ended) removed and those
-    of `add` put in; entries that would take it past `limit` bytes are left out (the others and
-    the removals still apply). Entries that do not read are dropped. `decoded` is `text`
+    """The record `text` with the entries and overflow names of `drop` (uids of pods that
+    ended) removed and the entries of `add` put in; an entry over `MAX_ENTRY_BYTES` goes to the
+    overflow, and while the record is over `limit` bytes the largest entries go there too (those
+    of `add` first among equals). Entries that do not read are dropped. `decoded` is `text`
     already decoded, if the caller has it."""
     record = decoded if decoded is not None else decode_occupancy_record(text)
-    kept = {uid: e for uid, e in record.entries.items() if uid not in drop}
-    wanted = {**kept, **add}
-    encoded = encode_occupancy_record(wanted)
+    entries = {uid: e for uid, e in record.entries.items() if uid not in drop}
+    overflow = {uid: pod for uid, pod in record.overflow.items() if uid not in drop}
+    for uid, entry in add.items():
+        overflow.pop(uid, None)
+        if _entry_bytes(uid, entry) > MAX_ENTRY_BYTES:
+            entries.pop(uid, None)
+            overflow[uid] = entry.pod
+        else:
+            entries[uid] = entry
+    encoded = encode_occupancy_record(entries, overflow)
     wanted_size = len(encoded)
-    left_out: tuple[str, ...] = ()
+    unlisted: tuple[str, ...] = ()
     if wanted_size > limit:
-        left_out = tuple(sorted(uid for uid, e in add.items() if kept.get(uid) != e))
-        wanted = kept
-        encoded = encode_occupancy_record(kept)
-    if encoded == (text or "") or (not wanted and not text):
-        return OccupancyRecordChange(None, wanted, left_out, wanted_size)
-    return OccupancyRecordChange(encoded, wanted, left_out, wanted_size)
+        unlisted = _make_room(entries, overflow, set(add), record.overflow.keys(), limit)
+        encoded = encode_occupancy_record(entries, overflow)
+    left_out = tuple(sorted(uid for uid in overflow if uid in add or uid in record.entries))
+    unchanged = encoded == (text or "") or (not entries and not overflow and not text)
+    return OccupancyRecordChange(
+        None if unchanged else encoded, entries, overflow, left_out, unlisted, wanted_size
+    )
 
 
-def _entry_json(entry: OccupancyEntry) -> dict[str, str]:
-    out = {"pod": entry.pod, "time": entry.assigned_time, "allocated": entry.allocated}
-    if entry.mig_reservations:
-        out["mig"] = entry.mig_reservations
-    return out
+def _make_room(
+    entries: dict[str, OccupancyEntry],
+    overflow: dict[str, str],
+    added: set[str],
+    listed_before: Collection[str],
+    limit: int,
+) -> tuple[str, ...]:
+    """Move the largest entries into `overflow` until the record fits `limit`; if even names
+    alone do not fit, drop the names new to the record (returned), then the others."""
+    sizes = {uid: _entry_bytes(uid, entry) for uid, entry in entries.items()}
+    names = {uid: _name_bytes(uid, pod) for uid, pod in overflow.items()}
+    kept, named = sum(sizes.values()), sum(names.values())
+
+    def length() -> int:
+        return _record_bytes(kept, len(entries), named, len(overflow))
+
+    for uid in sorted(sizes, key=lambda u: (-sizes[u], u not in added, u)):
+        if length() <= limit:
+            break
+        overflow[uid] = entries.pop(uid).pod
+        names[uid] = _name_bytes(uid, overflow[uid])
+        kept, named = kept - sizes[uid], named + names[uid]
+    dropped = []
+    for uid in sorted(overflow, key=lambda u: (u in listed_before, u)):
+        if length() <= limit:
+            break
+        del overflow[uid]
+        named -= names[uid]
+        dropped.append(uid)
+    return tuple(dropped)
 
 
-def _entry(raw: Any) -> OccupancyEntry | None:
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)  # one, not one per call
+
+
+def _compact(value: Any) -> str:
+    return _ENCODER.encode(value)
+
+
+def _entry_bytes(uid: str, entry: OccupancyEntry) -> int:
+    """The length of `"<uid>":{...}` in the record's text."""
+    return len(_compact(uid)) + 1 + len(entry.text)
+
+
+def _name_bytes(uid: str, pod: str) -> int:
+    return len(_compact(uid)) + 1 + len(_compact(pod))
+
+
+_EMPTY_RECORD = len(encode_occupancy_record({}))
+_OVERFLOW_KEY = len(_compact({"overflow": {}})) - 1  # `"overflow":{}` and the comma after it
+
+
+def _record_bytes(entry_bytes: int, entries: int, name_bytes: int, names: int) -> int:
+    """The length of a record's text from its items' lengths and counts (commas between)."""
+    length = _EMPTY_RECORD + entry_bytes + max(entries - 1, 0)
+    if names:
+        length += _OVERFLOW_KEY + name_bytes + names - 1
+    return length
+
+
+def _entry(uid: Any, raw: Any) -> tuple[OccupancyEntry | None, str]:
+    """The entry, or None and why it does not read; a time that is not one is left out (the
+    entry still reads: the time decides nothing a pod holds) and reported."""
+    if not isinstance(uid, str) or not uid or len(uid) > MAX_UID:
+        return None, f"has no pod uid of 1 to {MAX_UID} characters"
     if not isinstance(raw, dict):
-        return None
-    pod, time, allocated = raw.get("pod"), raw.get("time", ""), raw.get("allocated")
-    mig = raw.get("mig", "")
-    if (
-        isinstance(pod, str)
-        and isinstance(time, str)
-        and isinstance(allocated, str)
-        and isinstance(mig, str)
-        and pod
-        and allocated
-    ):
-        return OccupancyEntry(pod, time, allocated, mig)
-    return None
+        return None, f"does not read: {brief(raw, 200)}"
+    pod, allocated, mig = raw.get("pod"), raw.get("allocated"), raw.get("mig", "")
+    if not isinstance(pod, str) or not pod or len(pod) > MAX_POD_KEY:
+        return None, f"names no pod of 1 to {MAX_POD_KEY} characters: {brief(pod, 100)}"
+    if not isinstance(allocated, str) or not allocated or not isinstance(mig, str):
+        return None, f"does not read: {brief(raw, 200)}"
+    time, problem = _time(raw.get("time"))
+    return OccupancyEntry(pod, time, allocated, mig), problem
+
+
+def _time(raw: Any) -> tuple[str, str]:
+    """The recorded time as claim text ('' when none), and a problem when it is not one."""
+    if raw is None:
+        return "", ""
+    if type(raw) is int and 0 <= raw <= INT64[1]:
+        return str(raw), ""
+    if isinstance(raw, str) and recordable_time(raw):  # version 1 kept the text
+        return raw, ""
+    return "", f"has a time that is not a whole number of seconds ({brief(raw, 40)}): left out"
+
+
+def _overflow(raw: Any, problems: list[str]) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        problems.append(f"{OCCUPANCY_ANNOTATION} overflow is not an object: {brief(raw, 100)}")
+        return {}
+    found: dict[str, str] = {}
+    for uid, pod in raw.items():
+        if uid and len(uid) <= MAX_UID and isinstance(pod, str) and 0 < len(pod) <= MAX_POD_KEY:
+            found[uid] = pod
+        else:
+            problems.append(
+                f"{OCCUPANCY_ANNOTATION} overflow {brief(uid, 60)} names no pod: {brief(pod, 100)}"
+            )
+    return found
