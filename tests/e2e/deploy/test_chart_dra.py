@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.deploy.render import (
     DEVICE_PLUGIN,
     MONITOR,
+    REPO,
     containers,
     helm,
     notes,
@@ -21,7 +22,8 @@ from tests.e2e.deploy.render import (
 )
 from tests.e2e.deploy.test_webhook_match import evaluate
 from vgpu.app.cli import parse
-from vgpu.app.scheduler.config import load_config
+from vgpu.app.scheduler.config import SchedulerConfig, load_config
+from vgpu.app.scheduler.container import SchedulerContainer
 
 DRA = ("dra.enabled=true",)
 DRIVER, DRA_MONITOR = "vgpu-dra-driver", "vgpu-dra-monitor"
@@ -222,6 +224,13 @@ def test_each_namespace_is_sent_to_one_mode_of_the_webhook(
     assert dra["sideEffects"] == "NoneOnDryRun"  # it makes templates, never on a dry run
     spec = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpumem": 1000}}}]}
     assert evaluate(dra["matchConditions"][0]["expression"], {"object": {"spec": spec}})
+
+
+def test_both_entries_reach_routes_the_scheduler_serves() -> None:
+    container = SchedulerContainer(config=SchedulerConfig())
+    container.fake_cluster_file.override(REPO / "examples" / "fake-cluster.yaml")
+    served = {getattr(route, "path", "") for route in container.webhook_app().routes}
+    assert set(webhooks(DRA)) == {"/webhook", "/webhook/dra"} <= served
 
 
 def test_without_the_translation_every_namespace_keeps_the_device_plugin_mode() -> None:
