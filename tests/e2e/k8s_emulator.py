@@ -16,10 +16,11 @@ HTTP for list, get, create, merge/JSON patch and delete) plus what kmock lacks a
 - slow answers for fault injection: `delay(method, path_part, seconds)` holds back the answer
   of matching requests *after* they took effect (a write that commits but times out, or a
   hanging Lease call) until the time passes or `end_delays()`;
-- `resource.k8s.io/v1` ResourceSlices, ResourceClaims and DeviceClasses (kmock serves any
-  group), with every ResourceSlice written checked against the API's own schema of
-  Kubernetes 1.34 and 1.36 (kubernetes-validate, strict: unknown fields too) and refused with
-  422 Invalid, as kube-apiserver refuses it, when it does not validate;
+- `resource.k8s.io/v1` ResourceSlices, ResourceClaims, ResourceClaimTemplates and
+  DeviceClasses (kmock serves any group), with every ResourceSlice and ResourceClaimTemplate
+  written checked against the API's own schema of Kubernetes 1.34 and 1.36
+  (kubernetes-validate, strict: unknown fields too) and refused with 422 Invalid, as
+  kube-apiserver refuses it, when it does not validate;
 - TokenReview and SubjectAccessReview (for non-resource URLs), answered from the tokens and the
   permissions a test gives (`accept_token`, `allow`) and kept nowhere; `reviews_down` makes both
   answer 503, as an API server that cannot reach its authenticator would.
@@ -52,7 +53,10 @@ from kmock._internal.k8s import KubernetesError
 
 MERGE_PATCH = "application/merge-patch+json"
 # (group, plural) -> the Kubernetes versions whose schema a written object must pass
-SCHEMA_CHECKED = {("resource.k8s.io", "resourceslices"): ("1.34", "1.36")}
+SCHEMA_CHECKED = {
+    ("resource.k8s.io", "resourceslices"): ("1.34", "1.36"),
+    ("resource.k8s.io", "resourceclaimtemplates"): ("1.34", "1.36"),
+}
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 

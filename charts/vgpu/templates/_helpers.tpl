@@ -20,6 +20,8 @@
 {{- define "vgpu.scheduler" -}}{{ include "vgpu.fullname" . }}-scheduler{{- end -}}
 {{- define "vgpu.devicePlugin" -}}{{ include "vgpu.fullname" . }}-device-plugin{{- end -}}
 {{- define "vgpu.monitor" -}}{{ include "vgpu.fullname" . }}-monitor{{- end -}}
+{{- define "vgpu.draDriver" -}}{{ include "vgpu.fullname" . }}-dra-driver{{- end -}}
+{{- define "vgpu.draMonitor" -}}{{ include "vgpu.fullname" . }}-dra-monitor{{- end -}}
 {{- define "vgpu.webhook" -}}{{ include "vgpu.fullname" . }}-webhook{{- end -}}
 {{- define "vgpu.tlsSecret" -}}{{ include "vgpu.scheduler" . }}-tls{{- end -}}
 {{- define "vgpu.grantKeysSecret" -}}vgpu-grant-keys{{- end -}}
@@ -387,14 +389,19 @@ HAMi's file gives privileged root, which no merge with allowPrivilegeEscalation 
 {{- end -}}
 {{- end -}}
 
-{{/* where the device plugin and the monitor run: the node selector, devicePlugin.affinity,
-and devicePlugin.tolerations with devicePlugin.extraTolerations */}}
+{{/* where the device plugin and the monitor run: the node selector, devicePlugin.affinity
+(in DRA mode, with the DRA pool's nodes taken out), and devicePlugin.tolerations with
+devicePlugin.extraTolerations */}}
 {{- define "vgpu.gpuNodePlacement" -}}
 {{- with include "vgpu.devicePluginNodeSelector" . | fromJson }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.devicePlugin.affinity }}
+{{- $affinity := .Values.devicePlugin.affinity }}
+{{- if .Values.dra.enabled }}
+{{- $affinity = include "vgpu.awayFromDra" . | fromJson }}
+{{- end }}
+{{- with $affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -402,6 +409,155 @@ affinity:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* the label of the DRA pool's nodes (dra.nodeSelector, one label) as {"key", "value"} */}}
+{{- define "vgpu.draLabel" -}}
+{{- range $key, $value := .Values.dra.nodeSelector -}}
+{{- dict "key" $key "value" $value | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/* devicePlugin.affinity with the DRA pool's nodes taken out: a NotIn expression on its label
+added to each required node affinity term (or the one term), so the device plugin and its
+monitor never run where the DRA driver runs; as JSON */}}
+{{- define "vgpu.awayFromDra" -}}
+{{- $label := include "vgpu.draLabel" . | fromJson -}}
+{{- $away := dict "key" $label.key "operator" "NotIn" "values" (list $label.value) -}}
+{{- $affinity := deepCopy (.Values.devicePlugin.affinity | default dict) -}}
+{{- $node := get $affinity "nodeAffinity" | default dict -}}
+{{- $required := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default dict -}}
+{{- $terms := list -}}
+{{- range get $required "nodeSelectorTerms" | default list -}}
+{{- $terms = append $terms (set (deepCopy .) "matchExpressions" (append (get . "matchExpressions" | default list) $away)) -}}
+{{- end -}}
+{{- $_ := set $required "nodeSelectorTerms" ($terms | default (list (dict "matchExpressions" (list $away)))) -}}
+{{- $_ := set $node "requiredDuringSchedulingIgnoredDuringExecution" $required -}}
+{{- $_ := set $affinity "nodeAffinity" $node -}}
+{{- $affinity | toJson -}}
+{{- end -}}
+
+{{/* where the DRA driver and its monitor run: dra.nodeSelector, dra.affinity, dra.tolerations */}}
+{{- define "vgpu.draNodePlacement" -}}
+nodeSelector:
+  {{- toYaml .Values.dra.nodeSelector | nindent 2 }}
+{{- with .Values.dra.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.dra.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* DRA mode needs resource.k8s.io/v1 (Kubernetes 1.34): served, or, under `helm template`,
+which lists no kinds, the version says so */}}
+{{- define "vgpu.draServed" -}}
+{{- $apis := .Capabilities.APIVersions -}}
+{{- if or ($apis.Has "resource.k8s.io/v1/DeviceClass") (and (not ($apis.Has "v1/Pod")) (semverCompare ">=1.34.0-0" .Capabilities.KubeVersion.Version)) -}}true{{- end -}}
+{{- end -}}
+
+{{/* the DeviceClass's extendedResourceName: dra.extendedResourceName, where auto is
+resourceName from Kubernetes 1.36 (DRAExtendedResource beta, on) and nothing before */}}
+{{- define "vgpu.draExtendedResource" -}}
+{{- $given := .Values.dra.extendedResourceName -}}
+{{- if eq $given "auto" -}}
+{{- if semverCompare ">=1.36.0-0" .Capabilities.KubeVersion.Version }}{{ .Values.resourceName }}{{ end -}}
+{{- else -}}
+{{- $given -}}
+{{- end -}}
+{{- end -}}
+
+{{/* the webhook's DRA mode: pods of DRA namespaces (or every one) get claims */}}
+{{- define "vgpu.draWebhook" -}}
+{{- if and .Values.dra.enabled .Values.dra.webhook.enabled .Values.scheduler.admissionWebhook.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* what the webhook's entries share: (list $ path sideEffects) */}}
+{{- define "vgpu.webhookEntry" -}}
+{{- $root := index . 0 -}}
+{{- $hook := $root.Values.scheduler.admissionWebhook -}}
+admissionReviewVersions: [v1, v1beta1]
+# no caBundle here: the scheduler (or cert-manager) writes it, and an apply must not blank it
+clientConfig:
+  service:
+    name: {{ include "vgpu.scheduler" $root }}
+    namespace: {{ include "vgpu.namespace" $root }}
+    path: {{ index . 1 }}
+    port: {{ $root.Values.scheduler.service.httpPort }}
+rules:
+  - apiGroups: [""]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [pods]
+    scope: "*"
+# only pods that ask for a vgpu resource are sent, so failurePolicy Fail never blocks others
+matchConditions:
+  - name: asks-for-vgpu-resources
+    expression: >-
+      object.spec.containers.exists(c, has(c.resources) && (
+        (has(c.resources.limits) && c.resources.limits.exists(k, k in {{ include "vgpu.resourceNames" $root }})) ||
+        (has(c.resources.requests) && c.resources.requests.exists(k, k in {{ include "vgpu.resourceNames" $root }}))))
+      || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.resources) && (
+        (has(c.resources.limits) && c.resources.limits.exists(k, k in {{ include "vgpu.resourceNames" $root }})) ||
+        (has(c.resources.requests) && c.resources.requests.exists(k, k in {{ include "vgpu.resourceNames" $root }})))))
+sideEffects: {{ index . 2 }}
+failurePolicy: {{ $hook.failurePolicy }}
+matchPolicy: Equivalent
+reinvocationPolicy: {{ $hook.reinvocationPolicy }}
+timeoutSeconds: {{ $hook.timeoutSeconds }}
+{{- end -}}
+
+{{/* the namespaces the webhook never sees: labelled hami.io/webhook=ignore, whitelisted,
+and the values' own expressions */}}
+{{- define "vgpu.webhookNamespaceExclusions" -}}
+{{- $hook := .Values.scheduler.admissionWebhook -}}
+- {key: hami.io/webhook, operator: NotIn, values: [ignore]}
+{{- with $hook.whitelistNamespaces }}
+- key: kubernetes.io/metadata.name
+  operator: NotIn
+  values: {{ toJson . }}
+{{- end }}
+{{- with $hook.namespaceSelector.matchExpressions }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "vgpu.webhookObjectSelector" -}}
+{{- $hook := .Values.scheduler.admissionWebhook -}}
+objectSelector:
+  {{- with $hook.objectSelector.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  matchExpressions:
+    - {key: hami.io/webhook, operator: NotIn, values: [ignore]}
+    {{- with $hook.objectSelector.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* the monitor runs on the device plugin's nodes, the DRA driver's, or both */}}
+{{- define "vgpu.monitorWanted" -}}
+{{- if and .Values.devicePlugin.monitor.enabled (or .Values.devicePlugin.enabled .Values.dra.enabled) -}}true{{- end -}}
+{{- end -}}
+
+{{/* the init container that copies HAMi-core (libvgpu.so) and writes ld.so.preload into the
+host directory, from HAMi's image, as HAMi does: the device plugin's and the DRA driver's */}}
+{{- define "vgpu.hamiCoreInit" -}}
+- name: hami-core
+  image: {{ include "vgpu.hamiCoreImage" . }}
+  imagePullPolicy: {{ .Values.devicePlugin.hamiCore.image.pullPolicy }}
+  command:
+    {{- tpl (toYaml .Values.devicePlugin.hamiCore.command) . | nindent 4 }}
+  resources:
+    {{- toYaml .Values.devicePlugin.hamiCore.resources | nindent 4 }}
+  securityContext:
+    {{- include "vgpu.nodeContainerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - name: lib
+      mountPath: {{ include "vgpu.hamiCoreDir" . }}
 {{- end -}}
 
 {{/* the device plugin's node selector: devicePlugin.nvidiaNodeSelector, or HAMi's key before

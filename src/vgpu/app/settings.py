@@ -42,6 +42,30 @@ def _extended_resource_name(value: str) -> str:
 ResourceName = Annotated[str, AfterValidator(_extended_resource_name)]
 """A setting that names an extended resource, `<domain>/<name>` (`nvidia.com/gpumem`)."""
 
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+
+
+def _dra_driver_name(value: str) -> str:
+    if len(value) > 63 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(
+            "must be a DNS subdomain of at most 63 lower-case characters (gpu.vgpu.io)"
+        )
+    return value
+
+
+def _device_class_name(value: str) -> str:
+    if value and (len(value) > 253 or not _DNS_SUBDOMAIN.match(value)):
+        raise ValueError("must be a DNS subdomain in lower case (gpu.vgpu.io), or empty")
+    return value
+
+
+DraDriverName = Annotated[str, AfterValidator(_dra_driver_name)]
+"""A DRA driver's name as the API server wants it: a DNS subdomain of at most 63 characters."""
+
+DeviceClassName = Annotated[str, AfterValidator(_device_class_name)]
+"""A DeviceClass's name (a DNS subdomain), or empty for the default."""
+
 VendorWord = Annotated[str, Field(min_length=1, pattern=r"^[^,:;]+$")]
 """The vendor word written into grants (`NVIDIA`): no separator of the annotation formats."""
 

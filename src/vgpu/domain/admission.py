@@ -14,7 +14,8 @@ from typing import Any
 from vgpu.domain.decision import SchedulingConfig
 from vgpu.domain.device import Usage
 from vgpu.domain.errors import DomainError
-from vgpu.domain.pod import Container, pod_from_manifest
+from vgpu.domain.json_patch import container_slots, env_patches, escape
+from vgpu.domain.pod import Container, Pod, pod_from_manifest
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.request import ContainerRequest, asks_for_gpu, parse_request
 from vgpu.domain.trust.scheduler_owned import (
@@ -58,13 +59,20 @@ def admit(
     manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget = UNLIMITED
 ) -> AdmissionDecision:
     """Decide what to do with a pod being created. Never raises for bad pod content."""
-    decision = _decide(manifest, config, budget)
+    return without_scheduler_owned(manifest, _decide(manifest, config, budget))
+
+
+def without_scheduler_owned(
+    manifest: Mapping[str, Any], decision: AdmissionDecision
+) -> AdmissionDecision:
+    """`decision`, when it admits the pod, with the scheduler-owned annotations and labels the
+    pod carries removed first (every pod admitted loses them, GPU or not)."""
     removals = _scheduler_owned_removals(manifest)
     if not decision.allowed or not removals:
         return decision
     removed = "; ".join(f"{field} {', '.join(keys)}" for field, keys in removals.items())
     patch = tuple(
-        {"op": "remove", "path": f"/metadata/{field}/{_escape(key)}"}
+        {"op": "remove", "path": f"/metadata/{field}/{escape(key)}"}
         for field, keys in removals.items()
         for key in keys
     )
@@ -75,17 +83,33 @@ def admit(
     )
 
 
-def _decide(
-    manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget
-) -> AdmissionDecision:
+@dataclass(frozen=True, slots=True)
+class GpuPod:
+    """A pod being created that asks for GPUs, read: each container's request (init
+    containers first, as in `pod.containers`), None where it asks for none."""
+
+    pod: Pod
+    requests: tuple[ContainerRequest | None, ...]
+
+
+def screen_pod(
+    manifest: Mapping[str, Any], config: AdmissionConfig, *, any_scheduler: bool = False
+) -> GpuPod | AdmissionDecision:
+    """The checks every GPU pod passes whichever mode serves it: a pod spec with containers,
+    quantities that read, no privileged GPU container, no node assigned yet. A decision
+    when the pod is done with here (denied, left to another scheduler, or asking for no GPU:
+    then admitted with the GPU-less containers' patches); `any_scheduler` takes pods of
+    every scheduler (claims do not depend on which one places the pod)."""
     spec = manifest.get("spec") or {}
     if not isinstance(spec, Mapping):
         return AdmissionDecision(False, "pod spec must be an object")
     if not spec.get("containers"):
         return AdmissionDecision(False, "pod has no containers")
     current = spec.get("schedulerName") or ""
-    if current not in ("", config.scheduler_name) and not (
-        current == DEFAULT_SCHEDULER and config.force_overwrite_default_scheduler
+    if (
+        not any_scheduler
+        and current not in ("", config.scheduler_name)
+        and not (current == DEFAULT_SCHEDULER and config.force_overwrite_default_scheduler)
     ):
         return AdmissionDecision(True, f"pod uses scheduler {current!r}; left alone")
     try:
@@ -113,18 +137,31 @@ def _decide(
             f"pod has node {pod.node_name!r} assigned already; "
             f"it cannot be scheduled by {config.scheduler_name}",
         )
+    return GpuPod(pod, tuple(requests))
+
+
+def _decide(
+    manifest: Mapping[str, Any], config: AdmissionConfig, budget: Budget
+) -> AdmissionDecision:
+    screened = screen_pod(manifest, config)
+    if isinstance(screened, AdmissionDecision):
+        return screened
+    pod, requests = screened.pod, screened.requests
     charge = _admission_charge(requests, pod.init_count)
     if not budget.allows(charge):
         return AdmissionDecision(
             False,
             f"exceeding resource quota in namespace {pod.namespace}: {budget.shortfall(charge)}",
         )
+    spec = manifest["spec"]
     patch: list[dict[str, Any]] = [
         {"op": "add", "path": "/spec/schedulerName", "value": config.scheduler_name}
     ]
     if config.runtime_class and not spec.get("runtimeClassName"):
         patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": config.runtime_class})
-    for (base, raw), container, request in zip(_slots(spec), pod.containers, requests, strict=True):
+    for (base, raw), container, request in zip(
+        container_slots(spec), pod.containers, requests, strict=True
+    ):
         patch.extend(_container_patches(base, raw, container, request, config))
     return AdmissionDecision(True, "pod sent to " + config.scheduler_name, tuple(patch))
 
@@ -154,23 +191,31 @@ def _container_patches(
     config: AdmissionConfig,
 ) -> list[dict[str, Any]]:
     vendor = config.scheduling.vendor
-    env: dict[str, str] = {}
-    limits: dict[str, Any] = {}
+    env = container_env(request, config)
     if request is None:
-        if config.overwrite_env:
-            env["NVIDIA_VISIBLE_DEVICES"] = "none"
-        return _env_patches(base, raw, env)
-    if request.priority is not None:
-        env["CUDA_TASK_PRIORITY"] = str(request.priority)
-    if config.gpu_core_policy in ("force", "disable"):
-        env["GPU_CORE_UTILIZATION_POLICY"] = config.gpu_core_policy
+        return env_patches(base, raw, env)
+    limits: dict[str, Any] = {}
     values = {**container.requests, **container.limits}
     if vendor.count_resource not in values:
         limits[vendor.count_resource] = str(request.count)
     whole_card = vendor.memory_resource not in values and request.memory_percent in (0, 100)
     if vendor.cores_resource not in values and whole_card and request.memory == 0:
         limits[vendor.cores_resource] = "100"
-    return _env_patches(base, raw, env) + _limit_patches(base, raw, limits)
+    return env_patches(base, raw, env) + _limit_patches(base, raw, limits)
+
+
+def container_env(request: ContainerRequest | None, config: AdmissionConfig) -> dict[str, str]:
+    """The variables the webhook gives a container: HAMi-core's task priority and core
+    policy to one that asks for GPUs; `NVIDIA_VISIBLE_DEVICES=none` to one that does not,
+    with `overwrite_env`."""
+    if request is None:
+        return {"NVIDIA_VISIBLE_DEVICES": "none"} if config.overwrite_env else {}
+    env = {}
+    if request.priority is not None:
+        env["CUDA_TASK_PRIORITY"] = str(request.priority)
+    if config.gpu_core_policy in ("force", "disable"):
+        env["GPU_CORE_UTILIZATION_POLICY"] = config.gpu_core_policy
+    return env
 
 
 def _env_none_patches(
@@ -179,17 +224,7 @@ def _env_none_patches(
     if not config.overwrite_env:
         return ()
     none = {"NVIDIA_VISIBLE_DEVICES": "none"}
-    return tuple(op for base, raw in _slots(spec) for op in _env_patches(base, raw, none))
-
-
-def _env_patches(base: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]:
-    existing = {e.get("name") for e in raw.get("env") or [] if isinstance(e, Mapping)}
-    items = [{"name": k, "value": v} for k, v in env.items() if k not in existing]
-    if not items:
-        return []
-    if raw.get("env"):
-        return [{"op": "add", "path": f"{base}/env/-", "value": item} for item in items]
-    return [{"op": "add", "path": f"{base}/env", "value": items}]
+    return tuple(op for base, raw in container_slots(spec) for op in env_patches(base, raw, none))
 
 
 def _limit_patches(
@@ -203,7 +238,7 @@ def _limit_patches(
     if not resources.get("limits"):
         return [{"op": "add", "path": f"{base}/resources/limits", "value": dict(limits)}]
     return [
-        {"op": "add", "path": f"{base}/resources/limits/{_escape(name)}", "value": value}
+        {"op": "add", "path": f"{base}/resources/limits/{escape(name)}", "value": value}
         for name, value in limits.items()
     ]
 
@@ -224,16 +259,3 @@ def _scheduler_owned_removals(manifest: Mapping[str, Any]) -> dict[str, list[str
             if keys:
                 found[field_name] = keys
     return found
-
-
-def _slots(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(JSON pointer, raw container) for every container, init containers first."""
-    return [
-        (f"/spec/{kind}/{i}", raw)
-        for kind in ("initContainers", "containers")
-        for i, raw in enumerate(spec.get(kind) or [])
-    ]
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")

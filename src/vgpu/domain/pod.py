@@ -12,11 +12,20 @@ from vgpu.domain.manifest import list_field, object_field
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerClaim:
+    """One entry of a container's `resources.claims`: the pod's claim entry it uses (`name`,
+    an entry of `spec.resourceClaims`) and, when it uses one request of it only, `request`."""
+
+    name: str
+    request: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Container:
     """A container's name and the parts the rules read: `limits` and `requests` map resource
     names to quantities as Kubernetes writes them (`{"nvidia.com/gpu": 1, "nvidia.com/gpumem":
     "20Gi"}`), `env` its plain variables, `privileged` its security context's flag; `is_init`
-    marks an init container."""
+    marks an init container; `claims` the DRA claims it uses."""
 
     name: str
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -24,6 +33,7 @@ class Container:
     env: Mapping[str, str] = field(default_factory=dict)
     privileged: bool = False
     is_init: bool = False
+    claims: tuple[ContainerClaim, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,4 +194,9 @@ def _container(raw: Any, *, is_init: bool) -> Container:
         env=_owned(env),
         privileged=bool(security.get("privileged", False)),
         is_init=is_init,
+        claims=tuple(
+            ContainerClaim(str(c.get("name") or ""), str(c.get("request") or ""))
+            for c in list_field(resources.get("claims"), "resources.claims")
+            if isinstance(c, Mapping)
+        ),
     )

@@ -1,9 +1,12 @@
 """What each GPU container really uses, as HAMi-core accounts it in its shared region.
 
 HAMi-core (libvgpu.so, preloaded in every GPU container) keeps one region per container in a
-memory-mapped cache file on the host, under `<containers dir>/<pod uid>_<container>/`. An
-AccountingPort finds those directories, decodes their regions, writes back the two fields the
-monitor's priority feedback owns, and removes the directories of containers that are gone.
+memory-mapped cache file on the host, under `<containers dir>/<pod uid>_<container>/`; in a
+container that `vgpu dra-driver` prepared, one per claim share, under
+`<claims dir>/<claim uid>/<share>/`, whose owner the driver's `claim.json` beside the shares
+names. An AccountingPort finds those directories, decodes their regions, writes back the two
+fields the monitor's priority feedback owns, and removes the directories of containers that
+are gone (never a claim's: the driver removes those when the claim is unprepared).
 """
 
 from dataclasses import dataclass
@@ -28,13 +31,27 @@ class RegionUnreadable(RegionUnavailable):
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimShare:
+    """Whose a claim share directory is, as the driver's `claim.json` says: the ResourceClaim
+    and the claim's request the share was allocated for (`gpu`, or `gpu/<subrequest>`)."""
+
+    claim_uid: str
+    namespace: str
+    name: str
+    request: str
+    share: str
+
+
+@dataclass(frozen=True, slots=True)
 class CacheDir:
-    """One `<pod uid>_<container>` directory; `modified` is its mtime in Unix seconds."""
+    """One `<pod uid>_<container>` directory, or a claim share's (`claim` set; `pod_uid` and
+    `container` are then empty); `modified` is its mtime in Unix seconds."""
 
     pod_uid: str
     container: str
     path: Path
     modified: float
+    claim: ClaimShare | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +136,8 @@ class AccountingPort(Protocol):
         ...
 
     def remove(self, entry: CacheDir) -> None:
-        """Forget the directory and delete it with its contents (gone already is fine)."""
+        """Forget the directory and delete it with its contents (gone already is fine); a
+        claim share's is never deleted (ValueError): the DRA driver owns it."""
         ...
 
     def close(self) -> None: ...

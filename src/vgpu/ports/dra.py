@@ -1,11 +1,13 @@
 """Kubernetes DRA (`resource.k8s.io/v1`) as the processes meet it.
 
-`vgpu explain` lists the DRA objects (`DraReadPort`). `vgpu dra-driver` needs the kubelet's DRA
-plugin protocol (both sides), the API objects it reads and writes, the CDI spec files it leaves
-for the container runtime, its per-claim host directories and its durable record of prepared
-claims. Objects come as the API serves them (JSON mappings), which `vgpu.domain.dra` reads,
-saying which field of which object cannot be read; requests and answers are plain dataclasses,
-so the application never sees protobuf types or the Kubernetes client.
+`vgpu explain` lists the DRA objects (`DraReadPort`); the scheduler's webhook lists the
+slices too and makes ResourceClaimTemplates (`ClaimTemplatePort`). `vgpu dra-driver` needs the
+kubelet's DRA plugin protocol (both sides), the API objects it reads and writes, the CDI spec
+files it leaves for the container runtime, its per-claim host directories and its durable
+record of prepared claims. Objects come as the API serves them (JSON mappings), which
+`vgpu.domain.dra` reads, saying which field of which object cannot be read; requests and
+answers are plain dataclasses, so the application never sees protobuf types or the Kubernetes
+client.
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -133,6 +135,21 @@ class DraReadPort(Protocol):
     def list_resource_slices(self) -> list[dict[str, Any]]: ...
 
     def list_device_classes(self) -> list[dict[str, Any]]: ...
+
+
+class ClaimTemplatePort(Protocol):
+    """The ResourceClaimTemplates the webhook makes in a pod's namespace (DRA mode). Raises
+    `vgpu.ports.cluster.ClusterError`: Conflict when one of that name exists, NotFound when
+    the API does not serve them, Rejected for another refusal, plain ClusterError when the
+    outcome is unknown (a timeout)."""
+
+    def get_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The template as the API has it now; None when there is none."""
+        ...
+
+    def create_claim_template(self, manifest: JsonObject) -> dict[str, Any]:
+        """Create it in the namespace its metadata names."""
+        ...
 
 
 class DraApiPort(Protocol):

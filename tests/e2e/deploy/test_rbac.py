@@ -23,23 +23,20 @@ from vgpu.adapters.kubernetes.webhook_tls import KubernetesWebhookTLS
 from vgpu.app.monitor.config import MonitorConfig
 from vgpu.app.monitor.container import make_cluster
 from vgpu.app.scheduler.certs import WebhookCerts, WebhookCertsConfig
+from vgpu.app.scheduler.config import SchedulerConfig
+from vgpu.app.scheduler.container import build_dra_admission
 from vgpu.domain.trust import KeyRing
 
 ADAPTERS = Path(__file__).resolve().parents[3] / "src" / "vgpu" / "adapters" / "kubernetes"
 # the modules that send API requests, all exercised below; a new one must be added here
 EXERCISED = {
-    "access_review.py", "api.py", "cluster.py", "informer.py", "keys.py", "leader.py",
-    "nodelock.py", "webhook_tls.py",
+    "access_review.py", "api.py", "cluster.py", "dra.py", "dra_reader.py", "informer.py",
+    "keys.py", "leader.py", "nodelock.py", "webhook_tls.py",
 }
-# modules only `vgpu explain` uses: a person runs it with their own kubeconfig, and no chart
-# component's service account makes these calls
-READ_BY_PEOPLE = {"dra_reader.py"}
-# modules whose component the chart does not deploy yet: `vgpu dra-driver` (its
-# DaemonSet and RBAC come with the chart's DRA mode). The calls it makes are pinned below in
-# test_the_dra_driver_makes_exactly_these_calls, for that RBAC; it moves to COMPONENTS then.
-NOT_IN_THE_CHART_YET = {"dra.py"}
 # secure metrics: the scheduler's and the monitor's listeners review each scrape's token
 SECURE_METRICS = ("metrics.secure.enabled=true",)
+# DRA mode: the DRA driver, the webhook's DRA mode, the monitor on the DRA nodes
+DRA = ("dra.enabled=true",)
 # rules granted for calls the processes do not make yet: (component, verb, resource)
 PENDING: set[tuple[str, str, str]] = set()
 # roles bound for the kube-scheduler container (stock roles, and its own Lease)
@@ -151,15 +148,20 @@ def exercise_scheduler(api: RunningApiServer, tmp_path: Path) -> None:
     certs.rotate_if_due()
 
 
-def exercise_monitor(api: RunningApiServer, tmp_path: Path) -> None:
-    """The monitor's own composition root, as `vgpu monitor` builds it, through a kubeconfig."""
+def kubeconfig_of(api: RunningApiServer, tmp_path: Path) -> Path:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
         "clusters": [{"name": "emulator", "cluster": {"server": api.url}}],
-        "users": [{"name": "monitor", "user": {}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "monitor"}}],
+        "users": [{"name": "component", "user": {}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "component"}}],
     }))
+    return kubeconfig
+
+
+def exercise_monitor(api: RunningApiServer, tmp_path: Path) -> None:
+    """The monitor's own composition root, as `vgpu monitor` builds it, through a kubeconfig."""
+    kubeconfig = kubeconfig_of(api, tmp_path)
     cluster = make_cluster(MonitorConfig(node_name="gpu-1", kubeconfig=kubeconfig))
     try:
         assert cluster.wait_synced(10)
@@ -172,6 +174,22 @@ def exercise_device_plugin(api: RunningApiServer, tmp_path: Path) -> None:
     exercise_cluster(api, pod_field_selector="spec.nodeName=gpu-1",
                      node_field_selector="metadata.name=gpu-1", watch_quotas=False)
     grant_keys(api).load()  # verifying grants
+
+
+def making_claims(exercise: Exercise) -> Exercise:
+    """`exercise`, then the webhook's DRA mode as the scheduler builds it: a pod whose memory
+    percentage needs the cluster's cards (the slices) and whose template is made."""
+
+    def both(api: RunningApiServer, tmp_path: Path) -> None:
+        exercise(api, tmp_path)
+        config = SchedulerConfig(kubeconfig=kubeconfig_of(api, tmp_path))
+        pod = pod_manifest("default", "dra", limits={
+            "nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50,
+        })
+        decision = build_dra_admission(config, None).admit(pod, "default")
+        assert decision.allowed, decision.message
+
+    return both
 
 
 def reviewing_scrapes(exercise: Exercise) -> Exercise:
@@ -240,13 +258,16 @@ COMPONENTS: dict[str, tuple[str, Exercise, tuple[str, ...]]] = {
         "vgpu-scheduler", reviewing_scrapes(exercise_scheduler), SECURE_METRICS
     ),
     "monitor, secure metrics": (MONITOR, reviewing_scrapes(exercise_monitor), SECURE_METRICS),
+    "scheduler, DRA mode": ("vgpu-scheduler", making_claims(exercise_scheduler), DRA),
+    "dra-driver": ("vgpu-dra-driver", lambda api, _: exercise_dra_driver(api), DRA),
+    "monitor, DRA nodes only": (MONITOR, exercise_monitor, (*DRA, "devicePlugin.enabled=false")),
 }
 
 
 def test_every_module_that_calls_the_api_is_exercised_here() -> None:
     callers = {p.name for p in ADAPTERS.glob("*.py") if "self._api." in p.read_text()
                or "KubeApi(" in p.read_text()}
-    missing = callers - EXERCISED - READ_BY_PEOPLE - NOT_IN_THE_CHART_YET
+    missing = callers - EXERCISED
     assert missing == set(), "add the new module's calls to this test and the chart"
 
 

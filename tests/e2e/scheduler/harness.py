@@ -194,18 +194,20 @@ class SchedulerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     # what kube-apiserver and kube-scheduler send ----------------------------------------------
-    def review(self, pod: Mapping[str, Any], version: str = "admission.k8s.io/v1") -> Any:
+    def review(
+        self, pod: Mapping[str, Any], version: str = "admission.k8s.io/v1", path: str = "/webhook"
+    ) -> Any:
         body = admission_review(pod, version)
-        response = self.client.post("/webhook", json=body)
+        response = self.client.post(path, json=body)
         assert response.status_code == 200, response.text
         reply = response.json()
         assert reply["response"]["uid"] == body["request"]["uid"]
         assert reply["apiVersion"] == version
         return reply["response"]
 
-    def admit(self, pod: Mapping[str, Any]) -> dict[str, Any]:
+    def admit(self, pod: Mapping[str, Any], path: str = "/webhook") -> dict[str, Any]:
         """The pod as the API server stores it after our webhook; AssertionError if denied."""
-        response = self.review(pod)
+        response = self.review(pod, path=path)
         assert response["allowed"], response
         return apply_patch(pod, response)
 

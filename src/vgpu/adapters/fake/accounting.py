@@ -13,7 +13,13 @@ import dataclasses
 import threading
 from pathlib import Path
 
-from vgpu.ports.accounting import CacheDir, Region, RegionNotReady, RegionUnavailable
+from vgpu.ports.accounting import (
+    CacheDir,
+    ClaimShare,
+    Region,
+    RegionNotReady,
+    RegionUnavailable,
+)
 
 
 class FakeAccounting:
@@ -34,6 +40,17 @@ class FakeAccounting:
     ) -> CacheDir:
         """A directory whose region is `region`, fails with it, or is not ready (None)."""
         entry = CacheDir(pod_uid, container, self._root / f"{pod_uid}_{container}", modified)
+        with self._lock:
+            self._dirs[entry.path] = entry
+            self._regions[entry.path] = region or RegionNotReady(f"{entry.path}: no file yet")
+        return entry
+
+    def add_share(
+        self, share: ClaimShare, region: Region | RegionUnavailable | None = None
+    ) -> CacheDir:
+        """A claim share's directory (the DRA driver's), as `add` makes a container's."""
+        path = self._root.parent / "claims" / share.claim_uid / share.share
+        entry = CacheDir("", "", path, 0.0, share)
         with self._lock:
             self._dirs[entry.path] = entry
             self._regions[entry.path] = region or RegionNotReady(f"{entry.path}: no file yet")
@@ -62,6 +79,8 @@ class FakeAccounting:
         self._write(entry, region, "utilization_switch", value)
 
     def remove(self, entry: CacheDir) -> None:
+        if entry.claim is not None:
+            raise ValueError(f"{entry.path} is a claim share: the DRA driver removes it")
         with self._lock:
             self._dirs.pop(entry.path, None)
             self._regions.pop(entry.path, None)

@@ -1,8 +1,12 @@
-"""DraReadPort in memory: the DRA objects a test or a `--fake-cluster` file puts there."""
+"""DraReadPort and ClaimTemplatePort in memory: the DRA objects a test or a `--fake-cluster`
+file puts there, and the templates the webhook makes."""
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from copy import deepcopy
 from typing import Any
+
+from vgpu.ports.cluster import Conflict
 
 
 class FakeDraObjects:
@@ -20,12 +24,34 @@ class FakeDraObjects:
         self.templates = list(templates)
         self.slices = list(slices)
         self.classes = list(classes)
+        self._lock = threading.Lock()
 
     def list_resource_claims(self) -> list[dict[str, Any]]:
         return deepcopy(self.claims)
 
     def list_resource_claim_templates(self) -> list[dict[str, Any]]:
-        return deepcopy(self.templates)
+        with self._lock:
+            return deepcopy(self.templates)
+
+    def get_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._template(namespace, name)
+            return deepcopy(found) if found is not None else None
+
+    def create_claim_template(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        meta = manifest["metadata"]
+        with self._lock:
+            if self._template(meta["namespace"], meta["name"]) is not None:
+                raise Conflict(f"resourceclaimtemplates {meta['name']!r} already exists")
+            self.templates.append(deepcopy(dict(manifest)))
+            return deepcopy(dict(manifest))
+
+    def _template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        for template in self.templates:
+            meta = template.get("metadata") or {}
+            if meta.get("namespace") == namespace and meta.get("name") == name:
+                return template
+        return None
 
     def list_resource_slices(self) -> list[dict[str, Any]]:
         return deepcopy(self.slices)

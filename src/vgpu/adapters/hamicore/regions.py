@@ -1,8 +1,10 @@
 """HAMi-core's cache files on the host, memory-mapped: implements AccountingPort.
 
 Directory rules follow HAMi's monitor: a directory is `<pod uid>_<container>` split on the
-first `_`; in it, the files whose name contains `libvgpu.so` or ends in `.cache` are counted
-(more than two is an error), and the first `*.cache` file (by name) is the region.
+first `_`; the claim share directories of `vgpu dra-driver` are listed too, given their root
+(`claim_shares.py`); in each, the files whose name contains `libvgpu.so` or ends in `.cache`
+are counted (more than two is an error), and the first `*.cache` file (by name) is the
+region.
 
 Each region file stays mapped between reads while it is the same file (same inode); the
 device plugin wipes the directory at every Allocate, so a new file is mapped afresh. Maps are
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vgpu.adapters.hamicore.claim_shares import ClaimShareDirs
 from vgpu.adapters.hamicore.layout import Layout, decode, layout_of
 from vgpu.ports.accounting import (
     CacheDir,
@@ -50,19 +53,37 @@ class HamiCoreRegions:
     Thread-safe: the metrics scrape and the feedback loop may read at the same time.
     """
 
-    def __init__(self, root: Path, *, writable: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, writable: bool = False, claims_root: Path | None = None
+    ) -> None:
         self._root = root
+        self._claims = ClaimShareDirs(claims_root) if claims_root is not None else None
         self._writable = writable
         self._lock = threading.Lock()
         self._maps: dict[Path, _Mapped] = {}
         self._badly_named: set[str] = set()
+        self._root_problem = ""
 
     def list_dirs(self) -> list[CacheDir]:
+        found = self._containers()
+        if self._claims is not None:
+            found += self._claims.share_dirs()
+        listed = {entry.path for entry in found}
+        with self._lock:
+            for gone in [d for d in self._maps if d not in listed]:
+                self._forget(gone)  # removed by someone else: let its pages go
+        return found
+
+    def _containers(self) -> list[CacheDir]:
         try:
             children = sorted(os.scandir(self._root), key=lambda e: e.name)
         except OSError as err:
-            log.warning("cannot list %s: %s", self._root, err.strerror or err)
+            problem = f"cannot list {self._root}: {err.strerror or err}"
+            if self._root_problem != problem:  # once, not every tick
+                log.warning("%s", problem)
+            self._root_problem = problem
             return []
+        self._root_problem = ""
         found = []
         for child in children:
             try:
@@ -78,10 +99,6 @@ class HamiCoreRegions:
                     log.warning("skipping %s: not named <pod uid>_<container>", Path(child.path))
                 continue
             found.append(CacheDir(pod_uid, container, Path(child.path), modified))
-        listed = {entry.path for entry in found}
-        with self._lock:
-            for gone in [d for d in self._maps if d not in listed]:
-                self._forget(gone)  # removed by someone else: let its pages go
         return found
 
     def read(self, entry: CacheDir) -> Region:
@@ -96,6 +113,8 @@ class HamiCoreRegions:
         self._store(entry, value, lambda layout: layout.utilization_switch)
 
     def remove(self, entry: CacheDir) -> None:
+        if entry.claim is not None:
+            raise ValueError(f"{entry.path} is a claim share: the DRA driver removes it")
         with self._lock:
             self._forget(entry.path)
         shutil.rmtree(entry.path, ignore_errors=True)

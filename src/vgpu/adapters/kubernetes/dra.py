@@ -1,7 +1,8 @@
-"""DraApiPort over kube-apiserver: `resource.k8s.io/v1` ResourceSlices and ResourceClaims, and
-Pods, as plain JSON (`KubeApi`), so the objects' newer fields (consumable capacity's
-`requestPolicy`, `shareID`, `consumedCapacity`) pass through whatever the installed Kubernetes
-client's models know."""
+"""`resource.k8s.io/v1` over kube-apiserver as plain JSON (`KubeApi`), so the objects' newer
+fields (consumable capacity's `requestPolicy`, `shareID`, `consumedCapacity`) pass through
+whatever the installed Kubernetes client's models know: DraApiPort (the driver's
+ResourceSlices, ResourceClaims and Pods) and ClaimTemplatePort (the webhook's
+ResourceClaimTemplates)."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -57,6 +58,29 @@ class KubernetesDraApi:
             return self._api.get(path)
         except NotFound:
             return None
+
+
+class KubernetesClaimTemplates:
+    """Implements ClaimTemplatePort: `resourceclaimtemplates` in a namespace, as JSON."""
+
+    def __init__(self, api_client: ApiClient, *, timeout: float = 5.0) -> None:
+        self._api = KubeApi(api_client, timeout=timeout)
+
+    def get_claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        path = object_path(namespaced("resourceclaimtemplates", namespace, GROUP_VERSION), name)
+        try:
+            return self._api.get(path)
+        except NotFound:
+            return None
+
+    def create_claim_template(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        meta = manifest.get("metadata")
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        if not isinstance(namespace, str) or not namespace:
+            raise ClusterError("a ResourceClaimTemplate to create needs metadata.namespace")
+        return self._api.post(
+            namespaced("resourceclaimtemplates", namespace, GROUP_VERSION), manifest
+        )
 
 
 def _owned(item: Mapping[str, Any], driver: str, node: str) -> bool:

@@ -15,23 +15,20 @@ from pydantic import Field, field_validator
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.node_agent import NodeAgentSettings
-from vgpu.app.settings import ResourceName, load_settings
+from vgpu.app.settings import DraDriverName, ResourceName, load_settings
 from vgpu.domain.dra import CDI_KIND, DEFAULT_DRIVER, NVIDIA_CDI_KIND
 
 __all__ = ["ConfigError", "DraDriverConfig", "load_config"]
 
 HAMI_ENV = {"NODE_NAME": "node_name", "HOOK_PATH": "hook_path"}
 KUBELET_PLUGINS = Path("/var/lib/kubelet/plugins")
-# a DNS subdomain of at most 63 characters, as the API server wants a driver name
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DRIVER = re.compile(rf"^(?=.{{1,63}}$){_LABEL}(\.{_LABEL})*$")
 _CDI_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]/[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]$")
 
 
 class DraDriverConfig(NodeAgentSettings):
     """Everything `vgpu dra-driver` can be told. Durations are in seconds."""
 
-    driver_name: str = DEFAULT_DRIVER
+    driver_name: DraDriverName = DEFAULT_DRIVER
     registry_dir: Path = Path("/var/lib/kubelet/plugins_registry")
     plugin_dir: Path | None = None  # None: /var/lib/kubelet/plugins/<driver name>
     cdi_dir: Path = Path("/var/run/cdi")
@@ -58,15 +55,6 @@ class DraDriverConfig(NodeAgentSettings):
     # how often prepared claims whose ResourceClaim is gone are cleaned up
     sweep_interval: float = Field(60.0, gt=0, le=3600)
     socket_check_interval: float = Field(1.0, gt=0, le=60)
-
-    @field_validator("driver_name")
-    @classmethod
-    def _driver(cls, value: str) -> str:
-        if not _DRIVER.match(value):
-            raise ValueError(
-                "must be a DNS subdomain of at most 63 lower-case characters (gpu.vgpu.io)"
-            )
-        return value
 
     @field_validator("cdi_kind", "nvidia_cdi_kind")
     @classmethod

@@ -56,6 +56,13 @@ def register(subparsers: Any) -> None:
         "(default /usr/local/vgpu/containers)",
     )
     add(
+        "--claims-dir",
+        type=Path,
+        metavar="DIR",
+        help="directory holding the DRA driver's <claim uid>/<share> directories "
+        "(default /usr/local/vgpu/claims; a missing directory holds none)",
+    )
+    add(
         "--metrics-listen",
         metavar="[HOST]:PORT",
         help="where to serve /metrics (default :9394, all addresses)",
@@ -85,6 +92,7 @@ def register(subparsers: Any) -> None:
 
 _FLAGS = (  # beside the node agent's
     "host_dir",
+    "claims_dir",
     "metrics_listen",
     "legacy_metrics",
     "priority_feedback",
@@ -122,10 +130,11 @@ def serve(config: MonitorConfig, container: MonitorContainer | None = None) -> i
             return cannot_start("vgpu monitor", exc)
         container.readiness().ready()
         log.info(
-            "node %s: %d GPU(s), reading %s, priority feedback %s",
+            "node %s: %d GPU(s), reading %s and %s, priority feedback %s",
             config.node_name,
             len(cards),
             config.host_dir,
+            config.claims_dir or "no claim directories",
             "on" if config.priority_feedback else "off",
         )
         try:

@@ -23,6 +23,8 @@ class MonitorConfig(NodeAgentSettings):
     """Everything `vgpu monitor` can be told. Durations are in seconds."""
 
     host_dir: Path = Path("/usr/local/vgpu/containers")
+    # the DRA driver's per-claim directories (<hook>/vgpu/claims); None: read none
+    claims_dir: Path | None = Path("/usr/local/vgpu/claims")
     metrics_listen: ListenAddress = ":9394"
     legacy_metrics: bool = False
     priority_feedback: bool = True

@@ -19,10 +19,13 @@ from vgpu.ports.cluster import ClusterPort
 
 
 def make_accounting(config: MonitorConfig) -> AccountingPort:
-    """The cache files under `host_dir`, mapped writable only when feedback must write."""
+    """The cache files under `host_dir` and `claims_dir`, mapped writable only when feedback
+    must write."""
     from vgpu.adapters.hamicore import HamiCoreRegions
 
-    return HamiCoreRegions(config.host_dir, writable=config.priority_feedback)
+    return HamiCoreRegions(
+        config.host_dir, writable=config.priority_feedback, claims_root=config.claims_dir
+    )
 
 
 def make_cluster(config: MonitorConfig) -> ClusterPort:

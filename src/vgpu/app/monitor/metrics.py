@@ -113,8 +113,8 @@ class _Containers(Collector):
         out = _ContainerFamilies(self._legacy)
         now = sources.clock()
         for entry in sources.accounting.list_dirs():
-            owner = owners.of(entry)
-            if owner is None:
+            found = owners.of(entry)
+            if not found:
                 continue
             try:
                 region = sources.accounting.read(entry)
@@ -123,7 +123,8 @@ class _Containers(Collector):
                 continue
             age = last_kernel_age(region, now)
             for device in device_figures(region):
-                out.add(owner, device, age)
+                for owner in found:
+                    out.add(owner, device, age)
         for pod in owners.pods:
             for instance in realized_instances(pod):
                 out.add_mig(pod, instance)

@@ -16,7 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vgpu.app.errors import ConfigError
 from vgpu.app.scheduler.certs import WebhookCertsConfig
 from vgpu.app.secure_metrics import SecureMetrics
-from vgpu.app.settings import ResourceName, Takeover, VendorWord, load_settings
+from vgpu.app.settings import (
+    DeviceClassName,
+    DraDriverName,
+    ResourceName,
+    Takeover,
+    VendorWord,
+    load_settings,
+)
 from vgpu.domain import (
     AdmissionConfig,
     PodPolicies,
@@ -27,6 +34,7 @@ from vgpu.domain import (
     Vendor,
     pod_policies,
 )
+from vgpu.domain.dra import DEFAULT_DRIVER, DraAdmissionConfig
 from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.handshake import HamiVersion
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
@@ -34,6 +42,7 @@ from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 __all__ = [
     "ConfigError",
     "Defaults",
+    "DraWebhook",
     "ExplainListener",
     "ExtenderListener",
     "Fragmentation",
@@ -197,6 +206,20 @@ class ExplainListener(_Model):
         return self
 
 
+class DraWebhook(_Model):
+    """The webhook's DRA mode, `POST /webhook/dra` (docs/dra.md): pods sent there get claims
+    of `driver_name`'s devices of the DeviceClass `device_class` (empty: named after the
+    driver) instead of vgpu's scheduler. The cluster's GPUs (for memory percentages and card
+    types) are listed again at most every `cards_refresh` seconds; each API call the mode
+    makes times out after `api_timeout` seconds, so the webhook answers within its own
+    deadline."""
+
+    driver_name: DraDriverName = DEFAULT_DRIVER
+    device_class: DeviceClassName = ""
+    cards_refresh: float = Field(default=30.0, gt=0, le=3600)
+    api_timeout: float = Field(default=2.0, gt=0, le=30)
+
+
 # grant integrity (issue 8) --------------------------------------------------------------------
 class Signing(_Model):
     """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
@@ -246,6 +269,7 @@ class SchedulerConfig(_Model):
     # node handshake (issue 12): whose rules judge a node's device plugin alive, and how often
     hami_version: HamiVersion = HamiVersion.V2_10
     handshake_period: float = Field(default=15.0, gt=0)
+    dra: DraWebhook = Field(default_factory=DraWebhook)
 
     def api_timeout(self) -> float:
         """Every API call's timeout: shorter than the renew deadline when electing a leader,
@@ -307,6 +331,10 @@ class SchedulerConfig(_Model):
             runtime_class=self.runtime_class,
             force_overwrite_default_scheduler=self.force_overwrite_default_scheduler,
         )
+
+
+    def dra_admission(self) -> DraAdmissionConfig:
+        return DraAdmissionConfig(self.admission(), self.dra.driver_name, self.dra.device_class)
 
 
 def default_policies(node: Policy, gpu: str) -> PodPolicies:

@@ -16,13 +16,14 @@ from dependency_injector import containers, providers
 from fastapi import FastAPI
 
 from vgpu.adapters.fake.keys import FakeGrantKeys
-from vgpu.app.fake_mode import PodRecorder, fake_grant_keys, load_fake_cluster
+from vgpu.app.fake_mode import PodRecorder, fake_grant_keys, load_fake_cluster, load_fake_dra
 from vgpu.app.metrics_guard import MetricsGuard
 from vgpu.app.scheduler import http
 from vgpu.app.scheduler.bind import BindVerb
 from vgpu.app.scheduler.certs import WebhookCerts
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.context import VerbContext
+from vgpu.app.scheduler.dra_admission import ClusterCards, DraAdmission
 from vgpu.app.scheduler.events import EventQueue, EventsCollector
 from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.fence import Fence
@@ -49,6 +50,7 @@ from vgpu.app.scheduler.trust import GrantTrust
 from vgpu.app.secure_metrics import metrics_guard, metrics_tls
 from vgpu.domain import Pod
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.dra import ClaimTemplatePort, DraReadPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.webhook_tls import WebhookTLSPort
 
@@ -78,6 +80,21 @@ def build_backend(config: SchedulerConfig, fake_cluster_file: Path | None) -> Cl
 
     port, lifecycle, leadership, keys, certs = kubernetes_backend(config)
     return ClusterBackend(port, keys, lifecycle, leadership, webhook_certs=certs)
+
+
+def build_dra_admission(config: SchedulerConfig, fake_cluster_file: Path | None) -> DraAdmission:
+    """The webhook's DRA mode over the fake cluster file's DRA objects, or the API's."""
+    if fake_cluster_file is not None:
+        objects = load_fake_dra(fake_cluster_file)
+        slices: DraReadPort = objects
+        templates: ClaimTemplatePort = objects
+    else:
+        from vgpu.app.scheduler.kube import kubernetes_dra  # the client is heavy; load on use
+
+        slices, templates = kubernetes_dra(config)
+    dra = config.dra
+    cards = ClusterCards(slices, dra.driver_name, dra.cards_refresh)
+    return DraAdmission(config.dra_admission(), cards, templates)
 
 
 def build_keys(config: SchedulerConfig, backend: ClusterBackend) -> GrantKeys | None:
@@ -322,8 +339,9 @@ class SchedulerContainer(containers.DeclarativeContainer):
     metrics = providers.Singleton(
         build_metrics, config, state, runtime.provided.is_leader, events, book
     )
+    dra_admission = providers.Singleton(build_dra_admission, config, fake_cluster_file)
     webhook_app = providers.Singleton(
-        http.webhook_app, service, metrics, runtime.provided.readiness
+        http.webhook_app, service, metrics, runtime.provided.readiness, dra=dra_admission
     )
     preempter = providers.Singleton(
         Preempter,

@@ -1,6 +1,7 @@
 """The HTTP face of the scheduler, as four ASGI apps, one per listener.
 
-- `webhook_app`: `POST /webhook` for the API server, and `/healthz`, `/readyz` for the kubelet.
+- `webhook_app`: `POST /webhook` for the API server (`POST /webhook/dra` for pods whose GPU
+  requests become DRA claims), and `/healthz`, `/readyz` for the kubelet.
 - `extender_app`: `POST /filter`, `/prioritize`, `/bind` (and `/preempt` when given a
   preempter) for kube-scheduler, and `/healthz`.
 - `metrics_app`: `GET /metrics` for Prometheus (with a guard, for allowed bearer tokens only).
@@ -37,6 +38,7 @@ from vgpu.app.metrics_guard import MetricsGuard
 from vgpu.app.scheduler.explanations import ExplanationStore
 from vgpu.app.scheduler.http_bodies import (
     BODY_LIMIT,
+    AdmissionRequest,
     AdmissionReview,
     BindingArgs,
     BodyError,
@@ -70,6 +72,14 @@ class Admitter(Protocol):
     def admit(self, manifest: Mapping[str, Any], namespace: str) -> AdmissionDecision: ...
 
 
+class DraAdmitter(Protocol):
+    """What the webhook's DRA mode needs: the answer, with nothing made on a dry run."""
+
+    def admit(
+        self, manifest: Mapping[str, Any], namespace: str, dry_run: bool = False
+    ) -> AdmissionDecision: ...
+
+
 class Extender(Protocol):
     """What the extender verbs need of the scheduler."""
 
@@ -99,35 +109,65 @@ class Preemption(Protocol):
 
 
 def webhook_app(
-    service: Admitter, metrics: SchedulerMetrics, readiness: Readiness, workers: int = 4
+    service: Admitter,
+    metrics: SchedulerMetrics,
+    readiness: Readiness,
+    workers: int = 4,
+    dra: DraAdmitter | None = None,
 ) -> FastAPI:
-    """`POST /webhook`, `GET /healthz`, `GET /readyz`; reviews run on `workers` threads."""
+    """`POST /webhook` (and, given `dra`, `POST /webhook/dra`: the DRA mode), `GET /healthz`,
+    `/readyz`; reviews run on `workers` threads."""
     app, pool = _app("webhook", workers)
     _health(app, readiness)
 
+    def device_plugin_mode(request: AdmissionRequest) -> AdmissionDecision:
+        return service.admit(request.object or {}, request.namespace)
+
     @app.post("/webhook")
     async def webhook(request: Request) -> Response:
-        started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        body = b""
-        try:
-            body, complete = await _read_at_most(request, BODY_LIMIT)
-            if not complete:  # what was read still names the review, to be echoed
-                raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
-            review = decode(body, AdmissionReview)
-            reply = await loop.run_in_executor(pool, _review, service, review)
-        except BodyError as exc:
-            message = f"bad AdmissionReview: {exc}"
-            reply = await loop.run_in_executor(pool, _refusal, body, 400, message)
-        except Exception as exc:
-            log.exception("webhook failed")
-            message = f"internal error: {exc}"
-            reply = await loop.run_in_executor(pool, _refusal, body, 500, message)
-        allowed = reply["response"]["allowed"]
-        _observe(metrics, "webhook", "allowed" if allowed else "denied", started)
-        return _json(reply)
+        return await _webhook(request, pool, metrics, "webhook", device_plugin_mode)
+
+    if dra is not None:
+        dra_admitter = dra
+
+        def dra_mode(request: AdmissionRequest) -> AdmissionDecision:
+            return dra_admitter.admit(
+                request.object or {}, request.namespace, dry_run=bool(request.dryRun)
+            )
+
+        @app.post("/webhook/dra")
+        async def webhook_dra(request: Request) -> Response:
+            return await _webhook(request, pool, metrics, "webhook_dra", dra_mode)
 
     return app
+
+
+async def _webhook(
+    request: Request,
+    pool: ThreadPoolExecutor,
+    metrics: SchedulerMetrics,
+    verb: str,
+    decide: Callable[[AdmissionRequest], AdmissionDecision],
+) -> Response:
+    started = time.perf_counter()
+    loop = asyncio.get_running_loop()
+    body = b""
+    try:
+        body, complete = await _read_at_most(request, BODY_LIMIT)
+        if not complete:  # what was read still names the review, to be echoed
+            raise BodyError(f"request body is over the {BODY_LIMIT} byte limit")
+        review = decode(body, AdmissionReview)
+        reply = await loop.run_in_executor(pool, _review, decide, review)
+    except BodyError as exc:
+        message = f"bad AdmissionReview: {exc}"
+        reply = await loop.run_in_executor(pool, _refusal, body, 400, message)
+    except Exception as exc:
+        log.exception("%s failed", verb)
+        message = f"internal error: {exc}"
+        reply = await loop.run_in_executor(pool, _refusal, body, 500, message)
+    allowed = reply["response"]["allowed"]
+    _observe(metrics, verb, "allowed" if allowed else "denied", started)
+    return _json(reply)
 
 
 def extender_app(
@@ -300,7 +340,9 @@ def _refusal(body: bytes, code: int, message: str) -> dict[str, Any]:
     return admission_reply(version, uid, allowed=False, code=code, message=message)
 
 
-def _review(service: Admitter, review: AdmissionReview) -> dict[str, Any]:
+def _review(
+    decide: Callable[[AdmissionRequest], AdmissionDecision], review: AdmissionReview
+) -> dict[str, Any]:
     request = review.request
     version, uid = review.apiVersion, request.uid
     kind = (request.kind or {}).get("kind", "Pod")
@@ -312,7 +354,7 @@ def _review(service: Admitter, review: AdmissionReview) -> dict[str, Any]:
         return admission_reply(
             version, uid, allowed=False, code=400, message="request.object (the pod) is missing"
         )
-    decision = service.admit(request.object, request.namespace)
+    decision = decide(request)
     meta = request.object.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     who = f"{request.namespace}/{meta.get('name') or meta.get('generateName') or '?'}"

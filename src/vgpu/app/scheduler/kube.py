@@ -1,10 +1,13 @@
-"""The Kubernetes side of the wiring: the cached cluster adapter and the Lease elector."""
+"""The Kubernetes side of the wiring: the cached cluster adapter, the Lease elector, and the
+DRA webhook's reads and templates."""
 
 import socket
 
 from vgpu.adapters.kubernetes import (
     ConnectionSettings,
+    KubernetesClaimTemplates,
     KubernetesCluster,
+    KubernetesDraReader,
     KubernetesWebhookTLS,
     LeaderElector,
     SecretGrantKeys,
@@ -13,6 +16,7 @@ from vgpu.adapters.kubernetes import (
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.runtime import Leadership, Lifecycle
 from vgpu.ports.cluster import ClusterPort
+from vgpu.ports.dra import ClaimTemplatePort, DraReadPort
 from vgpu.ports.keys import GrantKeyPort
 from vgpu.ports.webhook_tls import WebhookTLSPort
 
@@ -58,3 +62,15 @@ def kubernetes_backend(
         retry_period_s=election.retry_period,
     )
     return cluster, cluster, elector, keys, tls_store
+
+
+def kubernetes_dra(config: SchedulerConfig) -> tuple[DraReadPort, ClaimTemplatePort]:
+    """The ResourceSlices and ResourceClaimTemplates of the DRA webhook, on their own
+    connection, every call timing out after `config.dra.api_timeout`."""
+    kubeconfig = str(config.kubeconfig) if config.kubeconfig is not None else None
+    client = new_api_client(ConnectionSettings(kubeconfig=kubeconfig))
+    timeout = config.dra.api_timeout
+    return (
+        KubernetesDraReader(client, timeout=timeout),
+        KubernetesClaimTemplates(client, timeout=timeout),
+    )

@@ -61,7 +61,7 @@ class SchedulerMetrics:
         self.latency = Histogram(
             "vgpu_scheduler_request_duration_seconds",
             "Time to answer a webhook or extender request, by verb (filter, prioritize, bind, "
-            "webhook).",
+            "webhook, webhook_dra).",
             ["verb"],
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,

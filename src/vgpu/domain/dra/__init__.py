@@ -23,9 +23,13 @@ what would change that (`explain.py`): `explain_claims` gives a `ClaimsExplanati
 
 vgpu's GPU as a device (`gpu.py`): `DEFAULT_DRIVER` (`gpu.vgpu.io`), capacity names `MEMORY`
 and `CORES`, `GpuCard`, `gpu_device`, `gpu_device_name`, `node_slice`, `driver_version`,
-`gpu_device_class` (with `EXTENDED_RESOURCE`), and `gpu_share` / `GpuShare` to read what an
-allocation result consumes. `plan_claim` (`from_plan.py`) writes a pod's `nvidia.com/gpu*`
-request as a claim.
+`gpu_device_class` (with `EXTENDED_RESOURCE`), `gpu_share` / `GpuShare` to read what an
+allocation result consumes, and `published_cards` to read the cards back from slices.
+`plan_claim` (`from_plan.py`) writes a pod's `nvidia.com/gpu*` request as a claim.
+
+The webhook in DRA mode (`admission.py`): `screen_dra_pod` reads a pod being created into a
+`DraPod` (or answers it), `translate_pod` gives its `ClaimTemplate`s and the patch
+(`PodClaims`), with `DraAdmissionConfig`; `GPU_REQUEST` names each claim's one request.
 
 What `vgpu dra-driver` decides on its node: `slice_problems` (the API server's rules for a
 ResourceSlice, `slice_rules.py`); `node_device` (a GPU's device with the node's own attributes,
@@ -38,6 +42,15 @@ claims, `PreparedClaim`, `encode_prepared_record`, `decode_prepared_record`,
 `PreparedRecordError`, `consumer_json` (`prepared_record.py`).
 """
 
+from vgpu.domain.dra.admission import (
+    GPU_REQUEST,
+    ClaimTemplate,
+    DraAdmissionConfig,
+    DraPod,
+    PodClaims,
+    screen_dra_pod,
+    translate_pod,
+)
 from vgpu.domain.dra.allocated import AllocatedDevices, DeviceId
 from vgpu.domain.dra.allocator import Allocator, ShareIds, allocate, stable_share_id
 from vgpu.domain.dra.capacity import CapacityError, consumed_quantity
@@ -70,6 +83,7 @@ from vgpu.domain.dra.gpu import (
     gpu_device_name,
     gpu_share,
     node_slice,
+    published_cards,
 )
 from vgpu.domain.dra.limits import ClaimRefused, DeviceShare, claim_shares
 from vgpu.domain.dra.model import (
@@ -131,6 +145,7 @@ __all__ = [
     "CORES",
     "DEFAULT_DRIVER",
     "EXTENDED_RESOURCE",
+    "GPU_REQUEST",
     "MEMORY",
     "NVIDIA_CDI_KIND",
     "STANDARD_PCI_BUS_ID",
@@ -147,6 +162,7 @@ __all__ = [
     "ClaimRefused",
     "ClaimSpec",
     "ClaimSuggestion",
+    "ClaimTemplate",
     "ClaimsExplanation",
     "ConsumerReference",
     "Device",
@@ -161,12 +177,15 @@ __all__ = [
     "DeviceSubRequest",
     "DeviceVerdict",
     "DeviceView",
+    "DraAdmissionConfig",
     "DraError",
+    "DraPod",
     "ExactDeviceRequest",
     "GpuCard",
     "GpuHolder",
     "GpuShare",
     "HamiCoreSetup",
+    "PodClaims",
     "PreparedClaim",
     "PreparedRecordError",
     "RequestPolicy",
@@ -205,10 +224,13 @@ __all__ = [
     "parse_resource_claim",
     "parse_resource_slice",
     "plan_claim",
+    "published_cards",
     "quantity_text",
     "resource_claim_json",
     "resource_slice_json",
+    "screen_dra_pod",
     "shares_footprint",
     "slice_problems",
     "stable_share_id",
+    "translate_pod",
 ]

@@ -17,6 +17,7 @@ Attributes: `uuid`, `index`, `productName`, `type` (HAMi's vendor name, `NVIDIA`
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vgpu.domain.device import Device as Card
 from vgpu.domain.dra.model import (
     AttributeValue,
     Device,
@@ -123,6 +124,38 @@ def node_slice(
         node_name=node,
         devices=tuple(devices),
     )
+
+
+def published_cards(slices: Sequence[ResourceSlice], driver: str = DEFAULT_DRIVER) -> list[Card]:
+    """The GPUs `driver` publishes in `slices`, as the cards vgpu's request rules read (uuid,
+    index, product name as the card type, memory in MiB, cores, NUMA node); a device without a
+    uuid or a memory capacity is not one of vgpu's GPUs and is left out."""
+    cards = []
+    for published in slices:
+        if published.driver != driver:
+            continue
+        for device in published.devices:
+            attributes = device.attributes
+            uuid, memory = attributes.get("uuid"), device.capacity.get(MEMORY)
+            if not isinstance(uuid, str) or memory is None:
+                continue
+            cores = device.capacity.get(CORES)
+            cards.append(
+                Card(
+                    uuid=uuid,
+                    index=_whole(attributes.get("index")),
+                    type=str(attributes.get("productName") or ""),
+                    count=1,
+                    memory=memory.value // MIB,
+                    cores=100 if cores is None else cores.value,
+                    numa=_whole(attributes.get("numaNode")),
+                )
+            )
+    return cards
+
+
+def _whole(value: AttributeValue | None) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def driver_version(text: str) -> AttributeValue:
