@@ -40,6 +40,7 @@ from vgpu.domain.decision import (
     Placement,
     SchedulingConfig,
     decide,
+    extender_scores,
     plan_pod,
 )
 from vgpu.domain.device import Device, Usage
@@ -182,6 +183,7 @@ __all__ = [
     "encode_pair_scores",
     "encode_pod_grants",
     "encode_vendor_grants",
+    "extender_scores",
     "fit_pod",
     "gen_reason",
     "group_score",

@@ -91,6 +91,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print the scenario YAML (the embedded default without --scenario) and exit",
     )
+    parser.add_argument(
+        "--print-typical-shapes",
+        action="store_true",
+        help="with --trace: print the trace's typical pod shapes as the Helm chart's "
+        "scheduler.fragmentation.typicalShapes value (what the live fgd weighs) and exit",
+    )
     parser.set_defaults(run=run)
 
 
@@ -132,8 +138,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"vgpu simulate: {clash}", file=sys.stderr)
             return 2
         return run_trace(args, args.policy or ())
-    if named or args.nodes is not None:
+    if named or args.nodes is not None or args.print_typical_shapes:
         given = f"--policy {named[0].value}" if named else "--nodes"
+        given = "--print-typical-shapes" if args.print_typical_shapes else given
         print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
         return 2
     if args.print_scenario:
