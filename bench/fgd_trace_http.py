@@ -15,8 +15,8 @@ would: where the replay's FGD puts them while the run follows the replay; `/filt
 still create and bind them, so the scheduler counts their CPU).
 
 `--cluster uniform`: 1000 nodes x 8 cards (16 GiB, split 20) with 128 CPUs each and 20k pods
-already running (20 per node on its first 4 cards, a 5 % share and one CPU each), then `--pods` GPU pods
-drawn (seeded) from the openb trace's GPU pods, each filtered and bound.
+already running (20 per node on its first 4 cards, a 5 % share and one CPU each), then
+`--pods` GPU pods drawn (seeded) from the openb trace's GPU pods, each filtered and bound.
 
 Both run `fgd` with the openb trace's typical shapes (`fragmentation.typical_shapes_file`).
 To see where a scheduler's time goes, attach a sampling profiler to it while it runs
@@ -106,12 +106,12 @@ def run(
         directory, ["--fake-cluster", str(path)], start_env(policy, shapes), name=policy
     )
     process.start(ready=False)
-    if not wait_until(process.ready, 600):  # 20k pods to read on a busy machine: minutes
-        raise SystemExit(f"the scheduler did not become ready:\n{process.logs()}")
     start = after_running(nodes, running)
     oracle = NodeIndex(start, range(len(start)), Fgd(trace.workload)) if policy == "fgd" else None
     extender = Extender(process.extender_port)
     try:
+        if not wait_until(process.ready, 600):  # 20k pods to read on a busy machine: minutes
+            raise SystemExit(f"the scheduler did not become ready:\n{process.logs()}")
         print(f"  {policy}: scheduler pid {process.pid}", file=sys.stderr)
         before = cpu_seconds(process.pid)
         outcome = drive(extender, start, stream, oracle)

@@ -165,9 +165,7 @@ class ClusterFollower:
             allocatable = node_allocatable(node.allocatable)
         except DomainError as exc:
             problem = f"node {node.name}: {exc}; FGD counts its CPU as enough for every pod"
-            if self._unreadable_hosts.get(node.name) != problem:
-                self._unreadable_hosts[node.name] = problem
-                log.warning("%s", problem)
+            _warn_once(self._unreadable_hosts, node.name, problem)
             return None
         self._unreadable_hosts.pop(node.name, None)
         return allocatable
@@ -258,9 +256,7 @@ class ClusterFollower:
             return pod_host_request(pod)
         except DomainError as exc:
             problem = f"pod {pod.key}: its CPU and memory are not counted: {exc}"
-            if self._unreadable_requests.get(pod.key) != problem:
-                self._unreadable_requests[pod.key] = problem
-                log.warning("%s", problem)
+            _warn_once(self._unreadable_requests, pod.key, problem)
             return NOTHING
 
     def _ignore(self, pod: Pod, problem: str) -> None:
@@ -315,6 +311,13 @@ class ClusterFollower:
             cores=tightest([q.cores for q in found]),
             cards=tightest([q.cards for q in found]),
         )
+
+
+def _warn_once(logged: dict[str, str], key: str, problem: str) -> None:
+    """Log `problem` about `key` unless it is the one logged last for it."""
+    if logged.get(key) != problem:
+        logged[key] = problem
+        log.warning("%s", problem)
 
 
 def _seconds(assigned: str) -> int | None:

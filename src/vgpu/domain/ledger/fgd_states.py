@@ -18,7 +18,7 @@ shapes.
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, cast
 
 from vgpu.domain.device import Device
@@ -128,7 +128,7 @@ class FgdStates:
         top = max(values, default=_NO_FIT)
         if top == _NO_FIT:
             return None
-        best = min(nodes[i] for i in _positions(values, top))
+        best = min(compress(nodes, map(top.__eq__, values)))  # ties: the first name
         if best in own:
             return own[best]
         state = self._numbered[self._states[best]]
