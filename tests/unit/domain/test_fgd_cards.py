@@ -18,6 +18,7 @@ from vgpu.domain import (
     PolicyError,
     SchedulingConfig,
     Usage,
+    decide,
     fit_pod,
     plan_pod,
     pod_policies,
@@ -185,3 +186,21 @@ def test_a_pod_asks_for_fgd_by_annotation_and_gets_the_schedulers_shapes() -> No
 def test_docstring_examples_hold() -> None:
     result = doctest.testmod(cards)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_alike_nodes_are_fitted_once_and_the_chosen_one_gets_its_own_cards() -> None:
+    ledger = Ledger()
+    names = [f"n{i}" for i in range(4)]
+    for name in names:
+        ledger.set_node(name, [t4(f"GPU-{name}-{i}", i) for i in range(2)])
+    asked = [*reversed(names)]  # the state is fitted on n3 first, and n0 wins by name
+    for number, percent in enumerate((30, 50, 30, 80)):
+        wanted = container(gpu=1, gpumem_percentage=percent, gpucores=percent)
+        plan = plan_pod(pod(wanted, name=f"p{number}"), FGD)
+        assert plan is not None
+        decision = ledger.decide(plan, asked)
+        exact = decide(plan, [ledger.view(name) for name in asked])
+        assert isinstance(decision, Placement) and isinstance(exact, Placement)
+        assert (decision.node, decision.grants) == (exact.node, exact.grants)
+        assert all(g.uuid.startswith(f"GPU-{decision.node}-") for g in decision.grants[0])
+        ledger.grant(plan.key, decision.node, decision.grants)

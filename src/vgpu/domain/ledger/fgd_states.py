@@ -74,6 +74,7 @@ class FgdStates:
     def forget(self, node: str) -> None:
         """The node changed (or left): its state is worked out again on first need."""
         self._states.pop(node, None)
+        self._cards.pop(node, None)
 
     def clear(self) -> None:
         """Kinds or shapes were numbered afresh: every answer goes."""
