@@ -17,7 +17,7 @@ from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.host import HostResources
 from vgpu.domain.initrelease import hold_after_init
-from vgpu.domain.ledger.host_book import HostBook, HostCharge
+from vgpu.domain.ledger.host_book import HostBook
 from vgpu.domain.ledger.index import LedgerIndex
 from vgpu.domain.mig.allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
 from vgpu.domain.mig.grants import decode_granted
@@ -100,9 +100,6 @@ class Ledger:
         """Stop counting the pod's CPU and memory (with `unbound_only`, a reservation's only)."""
         for changed in self._host.release(pod, unbound_only=unbound_only):
             self._refresh(changed)
-
-    def host_charge(self, pod: str) -> HostCharge | None:
-        return self._host.charged(pod)
 
     def settle(self) -> None:
         """Do now what the index otherwise does on first need (tell which nodes are alike, so

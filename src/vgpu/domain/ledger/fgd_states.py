@@ -77,7 +77,8 @@ class FgdStates:
         self._cards.pop(node, None)
 
     def clear(self) -> None:
-        """Kinds or shapes were numbered afresh: every answer goes."""
+        """Forget every answer (memory's bound). Never needed for the answers to be right:
+        the index never gives a kind's or a shape's number to another."""
         self._scores.clear()
         self._fitted.clear()
         self._states.clear()

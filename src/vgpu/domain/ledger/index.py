@@ -366,7 +366,6 @@ class LedgerIndex:
                     if len(self._kind_ids) > 2 * len(self._summaries) + 1024:  # kinds now unused
                         self._kind_ids.clear()
                         self._models.clear()
-                        self._fgd.clear()
                     known = (self._next_kind, self._summaries[node])
                     self._kind_ids[(cards[1], load)] = known
                     self._next_kind += 1
