@@ -35,16 +35,16 @@ class HostBook:
         return True
 
     def charge(self, pod: str, node: str, request: HostResources, bound: bool) -> list[str]:
-        """Count the pod's request on `node` (replacing any earlier charge of the pod); the
-        nodes whose free resources changed."""
+        """Count the pod's request on `node` (replacing any earlier charge of the pod; a pod
+        that asks for nothing is not kept); the nodes whose free resources changed."""
+        if request == NOTHING:  # changes no node: not kept (a cluster has many such pods)
+            return self.release(pod)
         charge = HostCharge(node, request, bound)
         previous = self._charges.get(pod)
         if previous == charge:
             return []
         changed = [] if previous is None else self._take_off(previous)
         self._charges[pod] = charge
-        if request == NOTHING:
-            return changed
         self._used[node] = self._used.get(node, NOTHING) + request
         return changed if node in changed else [*changed, node]
 
@@ -73,8 +73,6 @@ class HostBook:
         return self._charges.get(pod)
 
     def _take_off(self, charge: HostCharge) -> list[str]:
-        if charge.request == NOTHING:
-            return []
         left = self._used[charge.node] - charge.request
         if left == NOTHING:
             del self._used[charge.node]
