@@ -164,7 +164,7 @@ HAMi v2.4 itself never used) */}}
 {{- end -}}
 {{- end -}}
 
-{{/* one scheduler.fragmentation.seedShapes item as the scheduler's seed_shapes item (the same
+{{/* one scheduler.fragmentation.seedShapes or typicalShapes item as the scheduler's item (the same
 fields, snake_case: memoryPercent -> memory_percent), in JSON */}}
 {{- define "vgpu.seedShape" -}}
 {{- $shape := dict -}}

@@ -15,6 +15,7 @@ The file (every section optional)::
             healthy: true
         annotations:                # any other node annotation, e.g. hami.io/device-cordon
           hami.io/device-cordon: ""
+        allocatable: {cpu: "96", memory: 384Gi}   # status.allocatable (FGD weighs the CPU)
     pods:                           # Kubernetes Pod manifests, as `kubectl get pod -o yaml` shows
       - metadata: {name: running, namespace: default, annotations: {...}}
         spec: {nodeName: node-a, containers: [...]}
@@ -58,6 +59,7 @@ from vgpu.domain import (
     encode_node_devices,
     pod_from_manifest,
 )
+from vgpu.domain.host import node_allocatable
 from vgpu.domain.trust import GRANT_SIGNATURE_ANNOTATION, KeyRing, grant_claim
 from vgpu.ports.cluster import ClusterPort, Quota
 
@@ -86,6 +88,7 @@ class NodeEntry(_Model):
     name: str = Field(min_length=1)
     gpus: list[GpuEntry] = []
     annotations: dict[str, str] = {}
+    allocatable: dict[str, str | int] = {}  # Kubernetes quantities, as in status.allocatable
 
 
 class QuotaEntry(_Model):
@@ -151,7 +154,12 @@ def build_fake_cluster(
             annotations[vendor.register_annotation] = encode_node_devices(
                 [_device(g, i) for i, g in enumerate(entry.gpus)]
             )
-        cluster.put_node(ClusterNode(entry.name, annotations))
+        try:
+            node_allocatable(entry.allocatable)
+        except DomainError as exc:
+            raise FakeClusterError(f"{where}: nodes[{position}]: {exc}") from None
+        allocatable = {k: str(v) for k, v in entry.allocatable.items()}
+        cluster.put_node(ClusterNode(entry.name, annotations, allocatable))
     for entry_quota in spec.quotas:
         cluster.put_quota(Quota(entry_quota.namespace, entry_quota.name, entry_quota.hard))
     for position, manifest in enumerate(itertools.chain(spec.pods, manifests)):

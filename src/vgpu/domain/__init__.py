@@ -46,6 +46,7 @@ from vgpu.domain.decision import (
     Placement,
     SchedulingConfig,
     decide,
+    extender_scores,
     plan_pod,
 )
 from vgpu.domain.device import Device, Usage
@@ -226,6 +227,7 @@ __all__ = [
     "encode_pair_scores",
     "encode_pod_grants",
     "encode_vendor_grants",
+    "extender_scores",
     "fit_pod",
     "gen_reason",
     "gpu_device",

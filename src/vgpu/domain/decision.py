@@ -1,13 +1,14 @@
 """Choose a node and cards for a pod among candidate nodes. Pure and deterministic."""
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
 from vgpu.domain.fragmentation.cards import CardWorkload, pod_workload
 from vgpu.domain.grant import PodGrants
+from vgpu.domain.host import pod_host_request
 from vgpu.domain.pod import Pod
 from vgpu.domain.policy import PodPolicies, pod_policies, preference
 from vgpu.domain.quota import UNLIMITED, Budget
@@ -29,6 +30,9 @@ class SchedulingConfig:
     recent_shapes: Callable[[], CardWorkload] | None = None
 
 
+MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extender scores are integers 0..10
+
+
 @dataclass(frozen=True, slots=True)
 class NodeScore:
     """How much the pod's node policy likes a node that fits it, 0.0 to 3.0, higher better."""
@@ -36,10 +40,27 @@ class NodeScore:
     node: str
     score: float  # higher is better under the pod's node policy, 0.0 .. 3.0
 
-    @property
-    def extender_score(self) -> int:
-        """The 0..10 integer kube-scheduler's extender protocol expects."""
-        return round(self.score / 3.0 * 10)
+
+def extender_scores(scores: Sequence[NodeScore]) -> dict[str, int]:
+    """The 0..10 integers kube-scheduler's extender protocol expects, for `scores` ranked best
+    first (ties by name, as `decide` ranks them). The node `decide` would choose gets 10 alone;
+    the others step down one per distinct score below it (nodes tying with the best but losing
+    on name get 9), to 0. The policy's own scores have far more levels than 11 (FGD's 100, and
+    the others' are fractions): a linear map would tie the best node with many others, which
+    kube-scheduler then draws among at random.
+
+    >>> ranked = [NodeScore(n, s) for n, s in (("a", 1.5), ("b", 1.5), ("c", 1.47), ("d", 0.1))]
+    >>> extender_scores(ranked)
+    {'a': 10, 'b': 9, 'c': 8, 'd': 7}
+    """
+    result: dict[str, int] = {}
+    level, last = MAX_EXTENDER_PRIORITY + 1, None
+    for position, entry in enumerate(scores):
+        if position <= 1 or entry.score != last:
+            level = max(level - 1, 0)
+            last = entry.score
+        result[entry.node] = level
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +108,7 @@ def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:
     requests = tuple(parse_request(c, config.vendor, config.defaults) for c in pod.containers)
     if all(r is None for r in requests):
         return None
+    host = pod_host_request(pod)
     selector = selector_from_annotations(pod.annotations, config.vendor)
     policies = pod_policies(pod.annotations, config.policies)
     if policies.fragmentation:
@@ -102,6 +124,7 @@ def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:
         selector=selector,
         policies=policies,
         vendor=config.vendor.word,
+        host=host,
     )
 
 

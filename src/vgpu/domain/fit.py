@@ -7,6 +7,7 @@ from types import MappingProxyType
 from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.fragmentation.cards import CardWorkload, free_milli, node_shares, pod_workload
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, held_for_life, pod_footprint
+from vgpu.domain.host import NOTHING, HostResources
 from vgpu.domain.mig.choice import pick_mig_slot
 from vgpu.domain.mig.profiles import MigSlot
 from vgpu.domain.policy import PodPolicies, Policy, fullness_of, preference, weighted_fullness
@@ -28,18 +29,21 @@ Candidate = tuple[float, Device, int, int, MigSlot | None, Usage]
 class NodeView:
     """One node's cards and what is in use on each (uuid -> usage), as the ledger sees them,
     with the NVLink/PCIe pair scores its device plugin published (`hami.io/node-nvidia-score`,
-    decoded once per node change; empty when it published none)."""
+    decoded once per node change; empty when it published none), and the CPU and host memory
+    it has left (None when its allocatable is unknown; only FGD reads it)."""
 
     name: str
     devices: tuple[Device, ...]
     usage: Mapping[str, Usage]
     cordoned: frozenset[str] = frozenset()
     pair_scores: PairScores = field(default_factory=lambda: NO_SCORES)
+    host: HostResources | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PodPlan:
-    """A pod's parsed GPU needs: one request per container (init first), constraints, policies."""
+    """A pod's parsed GPU needs: one request per container (init first), constraints, policies,
+    and what it asks of its node's CPU and memory (`host`)."""
 
     key: str
     namespace: str
@@ -49,6 +53,7 @@ class PodPlan:
     selector: CardSelector
     policies: PodPolicies
     vendor: str = "NVIDIA"
+    host: HostResources = NOTHING
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +169,8 @@ def _fgd_fullness(plan: PodPlan, node: NodeView, footprint: Mapping[str, Usage])
     workload = _workload(plan)
     before = node_shares(node.devices, node.usage, node.cordoned)
     after = node_shares(node.devices, node.usage, node.cordoned, footprint)
-    return 3.0 * workload.score(node.devices, before, after) / 100
+    cpu, cpu_after = _cpu_levels(plan, node)
+    return 3.0 * workload.score(node.devices, before, after, cpu, cpu_after) / 100
 
 
 def _fgd_ranked(
@@ -177,11 +183,24 @@ def _fgd_ranked(
         (position[device.uuid], free_milli(device, used + Usage(1, memory, cores)))
         for _, device, memory, cores, _, used in candidates
     ]
-    scores = _workload(plan).card_scores(node.devices, before, changes)
+    cpu, cpu_after = _cpu_levels(plan, node)
+    scores = _workload(plan).card_scores(node.devices, before, changes, cpu, cpu_after)
     return [
         (float(score), device, memory, cores, slot, used)
         for score, (_, device, memory, cores, slot, used) in zip(scores, candidates, strict=True)
     ]
+
+
+def _cpu_levels(plan: PodPlan, node: NodeView) -> tuple[int | None, int | None]:
+    """The node's free CPU before and after the pod, as FGD weighs them (None: unknown)."""
+    if node.host is None:
+        return None, None
+    return node.host.cpu, node.host.cpu - plan.host.cpu
+
+
+def fgd_cpu_cuts(plan: PodPlan) -> tuple[int, ...]:
+    """The CPU sizes FGD tells nodes apart by, for this pod (`CardWorkload.cpu_cuts`)."""
+    return _workload(plan).cpu_cuts
 
 
 def _workload(plan: PodPlan) -> CardWorkload:

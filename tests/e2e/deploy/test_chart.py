@@ -28,6 +28,7 @@ from vgpu.app.scheduler.config import (
     Fragmentation,
     SchedulerConfig,
     SeedShape,
+    TypicalShape,
     load_config,
 )
 from vgpu.app.scheduler.http import extender_app, webhook_app
@@ -148,10 +149,41 @@ def test_fgd_and_its_fragmentation_settings_reach_the_scheduler_as_given(tmp_pat
     assert scheduler_settings(render("default"), tmp_path).fragmentation == Fragmentation()
 
 
+def test_typical_shapes_and_the_prioritize_weight_reach_the_schedulers(tmp_path: Path) -> None:
+    values = tmp_path / "typical.yaml"
+    shapes = [
+        {"gpus": 1, "memoryPercent": 81, "cores": 81, "cpu": "3152m", "weight": 1047},
+        {"gpus": 0, "cpu": 12.5, "weight": 366},
+    ]
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "scheduler": {
+                    "combineScores": True,
+                    "prioritizeWeight": 150,
+                    "fragmentation": {"typicalShapes": shapes},
+                }
+            }
+        )
+    )
+    objects = template(values)
+    given = scheduler_settings(objects, tmp_path).fragmentation.given_shapes()
+    assert given == [
+        TypicalShape.model_validate(
+            {"gpus": 1, "memory_percent": 81, "cores": 81, "cpu": "3152m", "weight": 1047}
+        ),
+        TypicalShape.model_validate({"gpus": 0, "cpu": "12500m", "weight": 366}),
+    ]
+    kube = yaml.safe_load(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["config.yaml"])
+    assert kube["extenders"][0]["weight"] == 150
+
+
 @pytest.mark.parametrize(
     ("setting", "field"),
     [
         ({"window": 0}, "/scheduler/fragmentation/window"),
+        ({"typicalShapes": [{"cpu": "3 cores"}]}, "/scheduler/fragmentation/typicalShapes/0/cpu"),
+        ({"typicalShapes": [{"gpus": -1}]}, "/scheduler/fragmentation/typicalShapes/0/gpus"),
         ({"coverage": 1.5}, "/scheduler/fragmentation/coverage"),
         ({"tolerance": -0.1}, "/scheduler/fragmentation/tolerance"),
         ({"seedShapes": [{"gpus": 1, "memoryPercnt": 5}]}, "/scheduler/fragmentation/seedShapes/0"),

@@ -168,6 +168,11 @@ class SchedulerProcess:
         assert self._process is not None
         self._process.send_signal(signum)
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 

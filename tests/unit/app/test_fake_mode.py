@@ -12,6 +12,7 @@ from vgpu.app.fake_mode import (
     sign_listed_grants,
 )
 from vgpu.domain import NVIDIA, decode_node_devices
+from vgpu.domain.host import HostResources
 
 EXAMPLE = f"""
 nodes:
@@ -19,6 +20,7 @@ nodes:
     gpus:
       - {{uuid: {A40_UUIDS[0]}, type: NVIDIA A40, memory: 46068}}
       - {{uuid: {A40_UUIDS[1]}, type: NVIDIA A40, memory: 46068, numa: 1}}
+    allocatable: {{cpu: "96", memory: 384Gi}}
   - name: cpu-node
 quotas:
   - {{namespace: team, name: q, hard: {{limits.nvidia.com/gpumem: "20000"}}}}
@@ -50,6 +52,7 @@ def test_the_file_fills_a_fake_cluster_the_service_follows(tmp_path: Path) -> No
     sign_listed_grants(cluster, KEYS, NVIDIA)  # the scheduler signs what the file lists
     w = world(cluster=cluster)
     assert w.state.quota.used("team").memory == 15000
+    assert w.state.ledger.view("node1").host == HostResources(96_000, 393_216)
     blocked = w.filter(manifest("next", "team", gpu=1, gpumem=6000), "node1")
     assert "ResourceQuotaNotFit" in blocked.failed["node1"]
 
@@ -73,6 +76,10 @@ def test_the_file_fills_a_fake_cluster_the_service_follows(tmp_path: Path) -> No
             "not both",
         ),
         ("[", "not valid YAML"),
+        (
+            "nodes: [{name: n}, {name: m, allocatable: {cpu: 8, memory: lots}}]",
+            "nodes[1]: node status.allocatable.memory='lots'",
+        ),
     ],
 )
 def test_bad_files_name_the_entry(tmp_path: Path, text: str, says: str) -> None:

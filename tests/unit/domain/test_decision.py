@@ -16,6 +16,7 @@ from vgpu.domain import (
     SchedulingConfig,
     decide,
     encode_pod_grants,
+    extender_scores,
     plan_pod,
 )
 from vgpu.domain.decision import Decision
@@ -227,7 +228,7 @@ def test_node_binpack_and_spread() -> None:
     decision = placed(run(ledger, spread, grant=False))
     assert decision.node == "a"
     assert [s.node for s in decision.scores] == ["a", "b"]
-    assert decision.scores[0].extender_score > decision.scores[1].extender_score
+    assert extender_scores(decision.scores) == {"a": 10, "b": 9}
 
 
 def test_defaults_come_from_config() -> None:

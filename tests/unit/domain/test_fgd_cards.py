@@ -2,6 +2,7 @@
 the window of recent pod shapes, and how a pod asks for it."""
 
 import doctest
+import random
 import re
 
 import pytest
@@ -18,6 +19,7 @@ from vgpu.domain import (
     PolicyError,
     SchedulingConfig,
     Usage,
+    decide,
     fit_pod,
     plan_pod,
     pod_policies,
@@ -30,6 +32,7 @@ from vgpu.domain.fragmentation.cards import (
     free_milli,
     taken_milli,
 )
+from vgpu.domain.host import HostResources
 from vgpu.domain.request import ContainerRequest
 
 T4 = 15360  # MiB
@@ -185,3 +188,49 @@ def test_a_pod_asks_for_fgd_by_annotation_and_gets_the_schedulers_shapes() -> No
 def test_docstring_examples_hold() -> None:
     result = doctest.testmod(cards)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_alike_nodes_are_fitted_once_and_the_chosen_one_gets_its_own_cards() -> None:
+    ledger = Ledger()
+    names = [f"n{i}" for i in range(4)]
+    for name in names:
+        ledger.set_node(name, [t4(f"GPU-{name}-{i}", i) for i in range(2)])
+    asked = [*reversed(names)]  # the state is fitted on n3 first, and n0 wins by name
+    for number, percent in enumerate((30, 50, 30, 80)):
+        wanted = container(gpu=1, pct=percent, cores=percent)
+        plan = plan_pod(pod(wanted, name=f"p{number}"), FGD)
+        assert plan is not None
+        decision = ledger.decide(plan, asked)
+        exact = decide(plan, [ledger.view(name) for name in asked])
+        assert isinstance(decision, Placement) and isinstance(exact, Placement)
+        assert (decision.node, decision.grants) == (exact.node, exact.grants)
+        assert all(g.uuid.startswith(f"GPU-{decision.node}-") for g in decision.grants[0])
+        ledger.grant(plan.key, decision.node, decision.grants)
+
+
+def test_forgetting_remembered_states_changes_no_answer() -> None:
+    # three nodes whose free CPU keeps changing: past 1,024 states the remembered ones are
+    # forgotten (memory's bound), which must change no decision
+    config = SchedulingConfig(
+        policies=PodPolicies(node=Policy.FGD, gpu=Policy.FGD),
+        recent_shapes=lambda: CardWorkload(
+            [(CardShape(1, memory_percent=50, cores=50, cpu=c), 1) for c in (2000, 5000, 9000)]
+        ),
+    )
+    ledger = Ledger()
+    names = ["a", "b", "c"]
+    for name in names:
+        ledger.set_node(name, [t4(f"GPU-{name}-{i}", i) for i in range(2)])
+        ledger.set_host(name, HostResources(16_000, 65_536))
+    rng = random.Random(7)
+    for number in range(1500):
+        ledger.charge_host("other", rng.choice(names), HostResources(rng.randrange(12_000), 0))
+        percent = rng.choice((20, 40, 60))
+        cpu = str(rng.randrange(6))
+        wanted = container(gpu=1, pct=percent, cores=percent, cpu=cpu)
+        plan = plan_pod(pod(wanted, name=f"p{number}"), config)
+        assert plan is not None
+        decision = ledger.decide(plan, names)
+        exact = decide(plan, [ledger.view(name) for name in names])
+        assert isinstance(decision, Placement) and isinstance(exact, Placement)
+        assert (decision.node, decision.grants) == (exact.node, exact.grants), number

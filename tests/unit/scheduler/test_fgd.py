@@ -1,14 +1,17 @@
 """FGD in the live scheduler: chosen by config or per pod, weighing the shapes it has seen."""
 
+import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.unit.scheduler.builders import World, gpu_node, manifest, world
 from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
-from vgpu.domain import Policy
+from vgpu.domain import ClusterNode, Policy
 from vgpu.domain.fragmentation.cards import CardShape
+from vgpu.domain.host import HostResources
 
 # three in four pods take half a card, one in four a whole one
 SEEDS = {
@@ -75,4 +78,96 @@ def test_the_window_is_configured_with_named_errors(tmp_path: Path) -> None:
         load_config(path)
     path.write_text("node_policy: fgdd\n")
     with pytest.raises(ConfigError, match="node_policy"):
+        load_config(path)
+
+
+# pods of the typical shape take half a card and 8 CPUs
+CPU_BOUND = {"typical_shapes": [{"memory_percent": 50, "cores": 50, "cpu": 8}]}
+
+
+def with_cpu(node: ClusterNode, cpu: str) -> ClusterNode:
+    return replace(node, allocatable={"cpu": cpu, "memory": "64Gi"})
+
+
+def test_fgd_weighs_the_cpu_left_on_nodes_by_every_pod_bound_there() -> None:
+    w = world(
+        with_cpu(gpu_node("a", cards=1), "10"),
+        with_cpu(gpu_node("b", cards=1), "100"),
+        node_policy="fgd",
+        gpu_policy="fgd",
+        fragmentation=CPU_BOUND,
+    )
+    w.add_pod(manifest("web", node="a", phase="Running", cpu="1500m"))  # no GPU: any scheduler
+    half = {"gpu": 1, "gpumem_percentage": 50, "gpucores": 50, "cpu": "1"}
+    w.filter(manifest("p1", **half), "a", "b")
+    # on a, 7.5 CPUs would be left, too few for the typical shape: its other half card would
+    # be stranded (score 37); on b nothing is (50)
+    assert placed(w, "p1")[0] == "b"
+    host = w.state.ledger.view("b").host
+    assert host is not None and host.cpu == 99_000  # the reservation holds its CPU too
+    w.cluster.delete_pod("default", "web")
+    w.filter(manifest("p2", **half), "a", "b")
+    assert placed(w, "p2")[0] == "a"  # 9 CPUs left there now: a and b alike, a by name
+
+
+def test_a_finished_pod_gives_its_cpu_back_and_an_unreadable_allocatable_counts_as_enough(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = world(with_cpu(gpu_node("a", cards=1), "8"), with_cpu(gpu_node("b"), "lots"))
+    w.add_pod(manifest("job", node="a", phase="Running", cpu="2"))
+    assert w.state.ledger.view("a").host == HostResources(6000, 65536)
+    w.add_pod(manifest("job", node="a", phase="Succeeded", cpu="2"))
+    assert w.state.ledger.view("a").host == HostResources(8000, 65536)
+    assert w.state.ledger.view("b").host is None
+    assert "node b: node status.allocatable.cpu='lots'" in caplog.text
+
+
+def test_the_window_learns_each_pods_cpu_and_given_shapes_replace_it() -> None:
+    learned = world(gpu_node("a"), fragmentation={"window": 4, "refresh": 1})
+    learned.filter(manifest("p1", gpu=1, gpumem_percentage=30, gpucores=30, cpu="2"), "a")
+    shape = CardShape(1, memory_percent=30, cores=30, cpu=2000)
+    assert learned.container.shapes().current().shapes == ((shape, 1000),)
+    given = world(gpu_node("a"), fragmentation=CPU_BOUND)
+    before = given.container.shapes().current()
+    given.filter(manifest("p1", gpu=1, gpumem_percentage=30, gpucores=30, cpu="2"), "a")
+    assert given.container.shapes().current() is before
+    assert before.shapes == ((CardShape(1, memory_percent=50, cores=50, cpu=8000), 1000),)
+
+
+def test_typical_shapes_come_from_a_trace_as_the_replay_takes_them(tmp_path: Path) -> None:
+    trace = tmp_path / "pods.csv"
+    trace.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        "p1,4000,100,1,460,\np2,4000,100,1,460,\np3,12000,100,2,1000,T4|P100\np4,32000,1,0,0,\n"
+    )
+    config = SchedulerConfig.model_validate({"fragmentation": {"typical_shapes_file": trace}})
+    assert [s.model_dump() for s in config.fragmentation.given_shapes()] == [
+        {"gpus": 1, "memory": 0, "memory_percent": 46, "cores": 46, "gputype": "", "cpu": 4000,
+         "weight": 2.0},
+        {"gpus": 2, "memory": 0, "memory_percent": 100, "cores": 100, "gputype": "P100,T4",
+         "cpu": 12000, "weight": 1.0},
+        {"gpus": 0, "memory": 0, "memory_percent": 1, "cores": 0, "gputype": "", "cpu": 32000,
+         "weight": 1.0},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fragmentation", "field"),
+    [
+        ({"typical_shapes": [{"cpu": "lots"}]}, "fragmentation.typical_shapes[0].cpu"),
+        ({"typical_shapes": [{"gpus": 65}]}, "fragmentation.typical_shapes[0].gpus"),
+        ({"seed_shapes": [{"gpus": 0}]}, "fragmentation.seed_shapes[0].gpus"),
+        (
+            {"seed_shapes": [{"gpus": 1}], "typical_shapes": [{"gpus": 1}]},
+            "give one of seed_shapes and typical_shapes",
+        ),
+        ({"typical_shapes_file": "/nonexistent/pods.csv"}, "typical_shapes_file: pods.csv"),
+    ],
+)
+def test_bad_typical_shapes_are_refused_naming_them(
+    fragmentation: dict[str, object], field: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "scheduler.yaml"
+    path.write_text(json.dumps({"fragmentation": fragmentation}))
+    with pytest.raises(ConfigError, match=re.escape(field)):
         load_config(path)

@@ -38,3 +38,13 @@ def test_a_pod_without_gpu_requests_scores_zero_everywhere() -> None:
     w = world(a40_node("node1"))
     result = w.service.prioritize(manifest("web", cpu="1"), ["node1", "x"], None)
     assert result.scores == [("node1", 0), ("x", 0)]
+
+
+def test_scores_rank_the_nodes_so_close_fullness_is_not_a_tie() -> None:
+    # binpack: a is a little fuller than b, b than c; a linear 0..10 map of the fullness (0..3)
+    # gave all three the same 1, and kube-scheduler would have drawn among them
+    w = world(gpu_node("a", cards=1), gpu_node("b", cards=1), gpu_node("c", cards=1))
+    for node, memory in (("a", 3000), ("b", 2000), ("c", 1000)):
+        w.filter(manifest(f"on-{node}", gpu=1, gpumem=memory, gpucores=1), node)
+    scores = dict(w.service.prioritize(manifest("p", gpu=1, gpumem=100), list("cba"), None).scores)
+    assert scores == {"a": 10, "b": 9, "c": 8}

@@ -103,7 +103,13 @@ class BindVerb:
             )
             try:
                 state.hold(
-                    plan.key, plan.namespace, node, decision.grants, plan.init_count, strict=True
+                    plan.key,
+                    plan.namespace,
+                    node,
+                    decision.grants,
+                    plan.init_count,
+                    strict=True,
+                    host=plan.host,
                 )
             except DomainError as exc:
                 return f"internal error: {exc}"

@@ -9,9 +9,17 @@ are logged and ignored. The loading itself is `vgpu.app.settings`, shared with t
 import ipaddress
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from vgpu.app.errors import ConfigError
 from vgpu.app.scheduler.certs import WebhookCertsConfig
@@ -37,6 +45,7 @@ from vgpu.domain import (
 from vgpu.domain.dra import DEFAULT_DRIVER, DraAdmissionConfig
 from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.handshake import HamiVersion
+from vgpu.domain.host import milli_cores
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 
 __all__ = [
@@ -52,12 +61,23 @@ __all__ = [
     "SchedulerConfig",
     "SeedShape",
     "Signing",
+    "TypicalShape",
     "load_config",
 ]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _milli_cores(value: object) -> int:
+    try:
+        return milli_cores(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} {exc}") from None
+
+
+CpuQuantity = Annotated[int, BeforeValidator(_milli_cores)]  # `3152m`, `4`: in milli-cores
 
 
 class ResourceNames(_Model):
@@ -81,23 +101,32 @@ class Defaults(_Model):
 
 
 class SeedShape(_Model):
-    """A pod shape the cluster is known to run (one container's request), and how common it is
-    relative to the other seed shapes."""
+    """A pod shape the cluster is known to run (one container's request and its pod's CPU),
+    and how common it is relative to the other shapes."""
 
     gpus: int = Field(default=1, ge=1, le=64)
     memory: int = Field(default=0, ge=0, le=2**31 - 1)  # MiB per card; 0: memory_percent
     memory_percent: int = Field(default=100, ge=1, le=100)
     cores: int = Field(default=0, ge=0, le=100)
     gputype: str = ""  # card types it accepts, as nvidia.com/use-gputype
+    cpu: CpuQuantity = 0  # the pod's CPU request, in milli-cores once read
     weight: float = Field(default=1.0, gt=0)
+
+
+class TypicalShape(SeedShape):
+    """A typical shape given outright; `gpus: 0` is a pod that asks for CPU only (it stands for
+    the GPU every node strands for such pods, as in the paper)."""
+
+    gpus: int = Field(default=1, ge=0, le=64)
 
 
 class Fragmentation(_Model):
     """What FGD (`node_policy`/`gpu_policy` `fgd`, or a pod's annotation) measures
-    fragmentation against: the shapes of the last `window` GPU pods filtered (each once), with
-    `seed_shapes` filling the window until that many pods have been seen; the commonest shapes
-    covering `coverage` of it, worked out again every `refresh` new pods and taken when their
-    shares moved by more than `tolerance`."""
+    fragmentation against: `typical_shapes` (or those of the pod list `typical_shapes_file`)
+    when given, as in the paper; else the shapes of the last `window` GPU pods filtered (each
+    once), with `seed_shapes` filling the window until that many pods have been seen, the
+    commonest covering `coverage` of it, worked out again every `refresh` new pods and taken
+    when their shares moved by more than `tolerance`."""
 
     window: int = Field(default=1000, ge=1, le=1_000_000)
     refresh: int = Field(default=100, ge=1, le=1_000_000)
@@ -105,6 +134,50 @@ class Fragmentation(_Model):
     # shapes whose shares moved less (total variation distance) are kept: remembered answers last
     tolerance: float = Field(default=0.05, ge=0, le=1)
     seed_shapes: list[SeedShape] = Field(default_factory=list)
+    typical_shapes: list[TypicalShape] = Field(default_factory=list)
+    # a pod list in `vgpu simulate --trace`'s CSV format: its typical shapes, read at start
+    typical_shapes_file: Path | None = None
+    _from_file: list[TypicalShape] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        given = [
+            name
+            for name, value in (
+                ("seed_shapes", self.seed_shapes),
+                ("typical_shapes", self.typical_shapes),
+                ("typical_shapes_file", self.typical_shapes_file),
+            )
+            if value
+        ]
+        if len(given) > 1:
+            raise ValueError(
+                f"give one of {' and '.join(given)}: typical shapes replace the window of recent "
+                "pods that seed shapes fill"
+            )
+        if self.typical_shapes_file is not None:
+            self._from_file = trace_shapes(self.typical_shapes_file, self.coverage)
+        return self
+
+    def given_shapes(self) -> list[TypicalShape]:
+        """The typical shapes given (outright or by a pod list); empty: learn them."""
+        return self.typical_shapes or self._from_file
+
+
+def trace_shapes(path: Path, coverage: float) -> list[TypicalShape]:
+    """The typical shapes of a pod list in `vgpu simulate --trace`'s format, as the replay works
+    them out (`typical_shapes`), in HAMi's terms (`vgpu.app.simulate.trace.hami_shape`): a
+    share of `m` milli asks `m / 10` percent of a card's memory and cores, whole cards all."""
+    from vgpu.app.simulate.trace.files import TraceError, read_pods  # only when asked: slow
+    from vgpu.app.simulate.trace.hami import hami_shape
+    from vgpu.domain.fragmentation import typical_shapes
+
+    try:
+        pods = read_pods(path)
+    except TraceError as exc:
+        raise ValueError(f"typical_shapes_file: {exc}") from None
+    found = typical_shapes([p.pod for p in pods], coverage)
+    return [TypicalShape.model_validate(hami_shape(shape)) for shape in found]
 
 
 class LeaderElection(_Model):

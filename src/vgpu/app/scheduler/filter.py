@@ -17,6 +17,7 @@ from vgpu.app.scheduler.context import VerbContext
 from vgpu.app.scheduler.grants import grant_annotations, written_identity
 from vgpu.domain import (
     Budget,
+    ClusterNode,
     DomainError,
     NodeRejection,
     NodeView,
@@ -29,6 +30,7 @@ from vgpu.domain import (
     encode_pod_grants,
     node_from_manifest,
 )
+from vgpu.domain.host import HostResources, node_allocatable
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,7 @@ class FilterVerb:
                         decision.grants,
                         plan.init_count,
                         strict=True,
+                        host=plan.host,
                     )
                 except DomainError as exc:  # cannot happen while decide and hold share the lock
                     log.error("pod %s: reservation refused: %s", plan.key, exc)
@@ -169,9 +172,18 @@ def views_from_objects(
         except DomainError as exc:
             broken[node.name] = NodeRejection(node.name, Reason.NODE_UNREGISTERED, str(exc))
             continue
-        usage = ctx.state.usage_view(node.name).usage
-        views.append(NodeView(node.name, tuple(devices), usage, cordoned, scores))
+        known = ctx.state.usage_view(node.name)
+        host = known.host if known.host is not None else _allocatable(node)
+        views.append(NodeView(node.name, tuple(devices), known.usage, cordoned, scores, host))
     return views, broken, by_name
+
+
+def _allocatable(node: ClusterNode) -> HostResources | None:
+    """A node the ledger does not know (an autoscaler's template): all its CPU is free."""
+    try:
+        return node_allocatable(node.allocatable)
+    except DomainError:
+        return None
 
 
 def failed_nodes(

@@ -32,6 +32,7 @@ from vgpu.domain import (
     Vendor,
     limits_from_hard,
 )
+from vgpu.domain.host import NOTHING, HostResources, node_allocatable, pod_host_request
 from vgpu.domain.hostile_text import INT64, whole_number
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.trust import OCCUPANCY_ANNOTATION, GrantVerdict
@@ -69,6 +70,8 @@ class ClusterFollower:
         self._late_grants = late_grants
         self._quotas: dict[tuple[str, str], QuotaLimits] = {}
         self._ignored: dict[str, str] = {}  # pod -> why its grant is not counted (logged once)
+        self._unreadable_hosts: dict[str, str] = {}  # node -> why its allocatable is not read
+        self._unreadable_requests: dict[str, str] = {}  # pod -> why its requests are not read
         # one event or one rebuild at a time: a rebuild's listed copy of a pod can never be
         # applied after a newer event for it
         self._serial = threading.RLock()
@@ -122,11 +125,15 @@ class ClusterFollower:
         state = self._state
         if action is Action.DELETED:
             self._book.drop_node(node.name)
+            self._unreadable_hosts.pop(node.name, None)
         else:
             text = node.annotations.get(OCCUPANCY_ANNOTATION)
             record = self._book.read_record(node.name, text)
             if record is not None:
                 self._bound.record_changed(node.name, record)
+        allocatable = None if action is Action.DELETED else self._allocatable(node)
+        with state.locked():
+            state.ledger.set_host(node.name, allocatable)
         if action is Action.DELETED or self._vendor.register_annotation not in node.annotations:
             with state.locked():
                 state.clear_node_problem(node.name)
@@ -151,21 +158,40 @@ class ClusterFollower:
             if state.unreported(node.name) is None:  # else the handshake brings it back
                 state.ledger.set_node(node.name, devices, cordoned, scores)
 
+    def _allocatable(self, node: ClusterNode) -> HostResources | None:
+        """The node's allocatable CPU and memory; None (FGD then counts its CPU as enough for
+        every shape) when it gives none or they do not read (logged once per value)."""
+        try:
+            allocatable = node_allocatable(node.allocatable)
+        except DomainError as exc:
+            problem = f"node {node.name}: {exc}; FGD counts its CPU as enough for every pod"
+            _warn_once(self._unreadable_hosts, node.name, problem)
+            return None
+        self._unreadable_hosts.pop(node.name, None)
+        return allocatable
+
     # pods ------------------------------------------------------------------------------------
     def _pod(self, action: Action, pod: Pod) -> None:
         state = self._state
         if action is Action.DELETED:
             state.forget(pod.key)
             self._ignored.pop(pod.key, None)
+            self._unreadable_requests.pop(pod.key, None)
             self._bound.ended(pod)
             if self._late_grants is not None:
                 self._late_grants.forget(pod.key)
             return
         if pod.is_finished:
             self._bound.ended(pod)
-            if state.release(pod.key):
+            with state.locked():
+                state.ledger.release_host(pod.key)
+                released = state.release(pod.key)
+            if released:
                 log.info("pod %s %s: its GPU slices are free again", pod.key, pod.phase)
             return
+        if pod.node_name:
+            with state.locked():
+                state.ledger.charge_host(pod.key, pod.node_name, self._host(pod), bound=True)
         judged = self._trust.occupancy(pod)
         if not pod.node_name:
             self._unbound(pod, judged.verdict)
@@ -202,6 +228,7 @@ class ClusterFollower:
                     pod.init_count,
                     strict=False,
                     footprint=after_init,
+                    host=self._host(pod),
                 )
                 current = state.reservation(pod.key)
                 if current is None or current.signature != identity:
@@ -221,6 +248,16 @@ class ClusterFollower:
             return
         for problem in problems:
             log.warning("%s", problem)
+
+    def _host(self, pod: Pod) -> HostResources:
+        """The pod's CPU and memory request; nothing (logged once) when it does not read, which
+        the API server never lets happen."""
+        try:
+            return pod_host_request(pod)
+        except DomainError as exc:
+            problem = f"pod {pod.key}: its CPU and memory are not counted: {exc}"
+            _warn_once(self._unreadable_requests, pod.key, problem)
+            return NOTHING
 
     def _ignore(self, pod: Pod, problem: str) -> None:
         """The pod's annotations grant nothing we count: give back what it held."""
@@ -274,6 +311,13 @@ class ClusterFollower:
             cores=tightest([q.cores for q in found]),
             cards=tightest([q.cards for q in found]),
         )
+
+
+def _warn_once(logged: dict[str, str], key: str, problem: str) -> None:
+    """Log `problem` about `key` unless it is the one logged last for it."""
+    if logged.get(key) != problem:
+        logged[key] = problem
+        log.warning("%s", problem)
 
 
 def _seconds(assigned: str) -> int | None:

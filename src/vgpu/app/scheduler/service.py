@@ -37,6 +37,7 @@ from vgpu.domain import (
     PodPlan,
     admit,
     decide,
+    extender_scores,
     node_from_manifest,
     plan_pod,
     pod_from_manifest,
@@ -154,7 +155,7 @@ class SchedulerService:
                 decision, _ = state.feasible(plan, names)
         scores = {}
         if isinstance(decision, Placement):
-            scores = {s.node: s.extender_score for s in decision.scores}
+            scores = extender_scores(decision.scores)
         return PrioritizeResult([(n, scores.get(n, 0)) for n in names])
 
     # bind ------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from vgpu.domain import (
     Reason,
     Usage,
 )
+from vgpu.domain.host import HostResources
 from vgpu.domain.quota import pod_charge
 
 
@@ -233,18 +234,22 @@ class SchedulerState:
         *,
         strict: bool,
         footprint: Mapping[str, Usage] | None = None,
+        host: HostResources | None = None,
     ) -> list[str]:
         """Count a pod's grants in the ledger and its namespace's quota; returns problems.
 
         With `strict`, LedgerError is raised (and nothing changes) if a card would overflow.
         `footprint` overrides the pod's hold on its cards (see `Ledger.grant`), and the
-        namespace is charged that hold instead of its grants' peak.
+        namespace is charged that hold instead of its grants' peak. `host`: the CPU and memory
+        an unbound pod's reservation holds on the node too, until it is bound or released.
         """
         with self._lock:
             problems = self.ledger.grant(
                 pod, node, grants, init_count, strict=strict, footprint=footprint
             )
             self.quota.charge(pod, namespace, grants, init_count, hold=footprint)
+            if host is not None:
+                self.ledger.charge_host(pod, node, host)
             return problems
 
     def reserve(
@@ -288,6 +293,7 @@ class SchedulerState:
         from now on (until it is bound or scheduled again). False if it held nothing."""
         with self._lock:
             held = self.ledger.release(pod)
+            self.ledger.release_host(pod, unbound_only=True)
             self.quota.refund(pod)
             reservation = self._reservations.pop(pod, None)
             if revoke and reservation is not None:
@@ -304,6 +310,7 @@ class SchedulerState:
         """The pod is gone for good."""
         with self._lock:
             self.release(pod)
+            self.ledger.release_host(pod)
             self._revoked.pop(pod, None)
 
     def is_revoked(self, pod: str, signature: str) -> bool:

@@ -99,6 +99,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print the scenario YAML (the embedded default without --scenario) and exit",
     )
+    parser.add_argument(
+        "--print-typical-shapes",
+        action="store_true",
+        help="with --trace: print the trace's typical pod shapes as the Helm chart's "
+        "scheduler.fragmentation.typicalShapes value (what the live fgd weighs) and exit",
+    )
     parser.set_defaults(run=run)
 
 
@@ -154,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         if args.dra:
             chosen = [*(chosen or [HAMI_DEFAULT]), DraMode.KUBE_SCHEDULER]
         return run_trace(args, chosen)
-    if named or args.nodes is not None or args.seeds is not None:
+    trace_only = args.nodes is not None or args.seeds is not None or args.print_typical_shapes
+    if named or trace_only:
         given = f"--policy {named[0].value}" if named else "--nodes" if args.nodes else "--seeds"
+        given = "--print-typical-shapes" if args.print_typical_shapes else given
         print(f"vgpu simulate: {given} applies to a trace replay (--trace)", file=sys.stderr)
         return 2
     if args.print_scenario:

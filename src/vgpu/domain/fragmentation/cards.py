@@ -5,8 +5,10 @@ A card's free share is the smaller of its free cores and its free memory, in tho
 the card; a card that takes no more slices (split count spent, unhealthy, cordoned, in MIG
 mode) has none. A slice of a request takes the larger of its cores and its memory on the card.
 For a share of `m` milli asked the openb way (`gpucores` = `gpumem-percentage` = m / 10) both
-are exactly `m`, so the scheduler scores as the trace replay does. Node CPU is kube-scheduler's
-to filter and is left out: every shape's CPU counts as available.
+are exactly `m`, so the scheduler scores as the trace replay does. A shape's CPU counts as the
+replay's does: a node whose free CPU is below it cannot take the shape (a node whose CPU is not
+known is taken to have enough for every shape); a shape of no cards (a CPU-only pod) never fits
+and strands all the free GPU.
 """
 
 import math
@@ -29,7 +31,8 @@ TOLERANCE = 0.05  # shares that move less keep the typical shapes as they are
 
 @dataclass(frozen=True, slots=True)
 class CardShape:
-    """What one container asks of each card it gets, and which card types it accepts."""
+    """What one container asks of each card it gets, which card types it accepts, and the CPU
+    (milli-cores) its pod asks of the node."""
 
     count: int
     memory: int = 0  # MiB per card; 0: `memory_percent` of the card
@@ -37,9 +40,10 @@ class CardShape:
     cores: int = 0
     use_types: tuple[tuple[str, ...], ...] = ()
     avoid_types: tuple[tuple[str, ...], ...] = ()
+    cpu: int = 0
 
     @classmethod
-    def of(cls, request: ContainerRequest, selector: CardSelector) -> "CardShape":
+    def of(cls, request: ContainerRequest, selector: CardSelector, cpu: int = 0) -> "CardShape":
         return cls(
             request.count,
             request.memory,
@@ -47,6 +51,7 @@ class CardShape:
             request.cores,
             selector.use_types,
             selector.avoid_types,
+            cpu,
         )
 
     def taken_on(self, device: Device) -> int:
@@ -55,7 +60,8 @@ class CardShape:
         return taken_milli(request, device)
 
     def accepts(self, device: Device) -> bool:
-        return CardSelector(self.use_types, self.avoid_types).type_ok(device)
+        """Whether the shape may use `device` (never, for a shape of no cards)."""
+        return self.count > 0 and CardSelector(self.use_types, self.avoid_types).type_ok(device)
 
 
 def free_milli(device: Device, used: Usage, cordoned: bool = False) -> int:
@@ -116,6 +122,7 @@ class CardWorkload:
         self._total = sum(count for _, count in shapes)
         self._tables: dict[tuple[str, int, int], ShapeTable] = {}
         self._hash = hash(self.shapes)
+        self._cuts: tuple[int, ...] | None = None
 
     # equal shapes score alike: pods planned apart with the same shapes share what a ledger
     # remembers per pod shape
@@ -125,32 +132,53 @@ class CardWorkload:
     def __hash__(self) -> int:
         return self._hash
 
+    @property
+    def cpu_cuts(self) -> tuple[int, ...]:
+        """The shapes' CPU sizes, sorted: nodes whose free CPU covers the same of them (its
+        `bisect_right` in these) have the same fragmentation, everything else alike."""
+        cuts = self._cuts
+        if cuts is None:
+            cuts = self._cuts = tuple(sorted({shape.cpu for shape, _ in self.shapes}))
+        return cuts
+
     def table_for(self, device: Device) -> ShapeTable:
         kind = (device.type, device.memory, device.cores)
         table = self._tables.get(kind)
         if table is None:
             fitting = [
-                TypicalShape(count, shape.count, shape.taken_on(device))
+                TypicalShape(count, shape.count, shape.taken_on(device), shape.cpu)
                 for shape, count in self.shapes
                 if shape.accepts(device)
             ]
             table = self._tables[kind] = ShapeTable(fitting, self._total)
         return table
 
-    def score(self, devices: Sequence[Device], before: Sequence[int], after: Sequence[int]) -> int:
+    def score(
+        self,
+        devices: Sequence[Device],
+        before: Sequence[int],
+        after: Sequence[int],
+        cpu: int | None = None,
+        cpu_after: int | None = None,
+    ) -> int:
         """FGD's score (0..99) for a node of these cards whose free shares go from `before` to
-        `after`; its first card's kind stands for the node's."""
+        `after` and whose free CPU goes from `cpu` to `cpu_after` (None: enough for every
+        shape); its first card's kind stands for the node's."""
         table = self.table_for(devices[0])
-        level = table.level(_ANY_CPU)
-        return score_change(table, level, before, level, after)
+        return score_change(table, _level(table, cpu), before, _level(table, cpu_after), after)
 
     def card_scores(
-        self, devices: Sequence[Device], before: Sequence[int], changes: Sequence[tuple[int, int]]
+        self,
+        devices: Sequence[Device],
+        before: Sequence[int],
+        changes: Sequence[tuple[int, int]],
+        cpu: int | None = None,
+        cpu_after: int | None = None,
     ) -> list[int]:
         """`score` for each (card position, its free share after) change on its own."""
         table = self.table_for(devices[0])
-        level = table.level(_ANY_CPU)
-        start = table.fragmentation(level, tuple(sorted(before, reverse=True)))
+        start = table.fragmentation(_level(table, cpu), tuple(sorted(before, reverse=True)))
+        level = _level(table, cpu_after)
         scores = []
         for position, share in changes:
             after = list(before)
@@ -255,7 +283,11 @@ def _moved(old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, 
 
 
 def _size(shape: CardShape) -> tuple[object, ...]:
-    return shape.count, shape.cores, shape.memory, shape.memory_percent, shape.use_types
+    return shape.count, shape.cores, shape.memory, shape.memory_percent, shape.cpu, shape.use_types
+
+
+def _level(table: ShapeTable, cpu: int | None) -> int:
+    return table.level(_ANY_CPU if cpu is None else cpu)
 
 
 def _share(free: int, whole: int) -> int:

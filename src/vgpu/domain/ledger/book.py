@@ -1,4 +1,5 @@
-"""Usage per node and card, kept incrementally from grants and releases.
+"""Usage per node and card, kept incrementally from grants and releases, and each node's CPU
+and host memory left (`host_book.py`).
 
 The scheduler owns one Ledger, feeds it node and pod events, and asks it for decisions
 (`Ledger.decide`, indexed) or for `NodeView`s to hand to `decide`.
@@ -14,7 +15,9 @@ from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
+from vgpu.domain.host import HostResources
 from vgpu.domain.initrelease import hold_after_init
+from vgpu.domain.ledger.host_book import HostBook
 from vgpu.domain.ledger.index import LedgerIndex
 from vgpu.domain.mig.allocations import MIG_ALLOCATIONS_ANNOTATION, decode_mig_allocations
 from vgpu.domain.mig.grants import decode_granted
@@ -43,6 +46,7 @@ class Ledger:
         self._pair_scores: dict[str, PairScores] = {}
         self._usage: dict[str, dict[str, Usage]] = {}
         self._pods: dict[str, PodAllocation] = {}
+        self._host = HostBook()
         self._index = LedgerIndex()
 
     # nodes -----------------------------------------------------------------------------------
@@ -78,6 +82,25 @@ class Ledger:
         self._pair_scores.pop(node, None)
         self._index.drop(node)
 
+    def set_host(self, node: str, allocatable: HostResources | None) -> None:
+        """The node's allocatable CPU and host memory (None: unknown, and FGD counts its CPU
+        as enough for every pod shape)."""
+        if self._host.set_capacity(node, allocatable):
+            self._refresh(node)
+
+    def charge_host(
+        self, pod: str, node: str, request: HostResources, *, bound: bool = False
+    ) -> None:
+        """Count the pod's CPU and memory request on `node`: a bound pod's (any pod, GPU or
+        not), or a reservation's (`bound` False) until it is bound or released."""
+        for changed in self._host.charge(pod, node, request, bound):
+            self._refresh(changed)
+
+    def release_host(self, pod: str, *, unbound_only: bool = False) -> None:
+        """Stop counting the pod's CPU and memory (with `unbound_only`, a reservation's only)."""
+        for changed in self._host.release(pod, unbound_only=unbound_only):
+            self._refresh(changed)
+
     def settle(self) -> None:
         """Do now what the index otherwise does on first need (tell which nodes are alike, so
         that a pod that fits nowhere is cheap): once a rebuild is done."""
@@ -104,6 +127,7 @@ class Ledger:
             usage,
             self._cordoned.get(node, frozenset()),
             self._pair_scores.get(node, NO_SCORES),
+            self._host.free(node, exclude_pod),
         )
 
     def decide(
@@ -124,13 +148,12 @@ class Ledger:
         """Exactly `decide` over `[view(n, exclude_pod) for n in nodes]` (every feasible node's
         score and every other node's rejection), answered from the index's remembered fits
         where a node is unchanged: combined-scores mode asks this for every pod."""
-        own = self._pods.get(exclude_pod) if exclude_pod is not None else None
+        fresh = None
+        if exclude_pod is not None:  # its reservation's cards and CPU are on one node
+            own = self._pods.get(exclude_pod) or self._host.charged(exclude_pod)
+            fresh = None if own is None else own.node
         return self._index.feasible(
-            plan,
-            nodes,
-            lambda node: self.view(node, exclude_pod),
-            budget,
-            fresh=None if own is None else own.node,
+            plan, nodes, lambda node: self.view(node, exclude_pod), budget, fresh=fresh
         )
 
     def usage(self, node: str, uuid: str) -> Usage:

@@ -29,6 +29,7 @@ from vgpu.domain.ledger.alike_rejection import (
     groupable,
     load_profile,
 )
+from vgpu.domain.ledger.fgd_states import FgdStates
 from vgpu.domain.ledger.fullness_order import Block, FullnessOrder
 from vgpu.domain.ledger.node_summary import Capacity, NodeSummary, PodNeeds, summarize
 from vgpu.domain.policy import Policy, preference
@@ -65,6 +66,7 @@ class LedgerIndex:
         self._changed: dict[str, int] = {}  # node: the change count when it last changed
         self._changes = 0
         self._next_kind = 0
+        self._fgd = FgdStates()  # FGD's answers by node state
 
     def update(
         self,
@@ -85,6 +87,7 @@ class LedgerIndex:
         else:
             remembered.clear()
         self._kinds.pop(node, None)  # worked out again when a rejection needs it
+        self._fgd.forget(node)
         cards = self._cards_of.get(node)
         if cards is None or cards[0] is not devices:  # new cards: seldom, once per node
             self._cards_of[node] = (devices, self._card_kind(devices))
@@ -101,6 +104,7 @@ class LedgerIndex:
         self._order.remove(node)
         self._answers.pop(node, None)
         self._kinds.pop(node, None)
+        self._fgd.forget(node)
 
     def decide(
         self,
@@ -207,6 +211,16 @@ class LedgerIndex:
     ) -> NodeFit | None:
         """The fit with the highest score among every candidate (ties: the first name); the
         remembered answer where a node is unchanged (most nodes, between two pods)."""
+        if alike:
+            return self._fgd.best(
+                plan,
+                shape,
+                candidates,
+                lambda node: self._describe(node, view),
+                lambda node: self._fit(plan, node, view, budget, shape, True),
+                self._summaries.__getitem__,
+                4 * len(self._summaries) + 1024,
+            )
         answers = self._answers
         best: NodeFit | None = None
         for node in candidates:
@@ -320,6 +334,17 @@ class LedgerIndex:
             remembered[shape] = result
         return result
 
+    def _describe(
+        self, node: str, view: Callable[[str], NodeView]
+    ) -> tuple[int, tuple[Device, ...], int | None] | None:
+        """The node as `FgdStates` tells states apart: its kind, its cards and its free CPU;
+        None for a node fitted on its own (or not in the index)."""
+        kind = self._kind(node, view)
+        if kind is None:
+            return None
+        host = view(node).host
+        return kind[0], kind[1], None if host is None else host.cpu
+
     def _kind(
         self, node: str, view: Callable[[str], NodeView]
     ) -> tuple[int, tuple[Device, ...]] | None:
@@ -356,7 +381,8 @@ class LedgerIndex:
         return self._card_kinds.setdefault(cards, len(self._card_kinds))
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
-        """A small number standing for what `fit_pod` reads of the pod (all but its name)."""
+        """A small number standing for what `fit_pod` reads of the pod (all but its name; its
+        CPU only under FGD, which alone weighs it)."""
         key = (
             plan.containers,
             plan.requests,
@@ -365,6 +391,7 @@ class LedgerIndex:
             plan.policies,
             plan.vendor,
             budget,
+            plan.host.cpu if plan.policies.fragmentation else 0,
         )
         shape = self._shapes.get(key)
         if shape is None:
@@ -374,6 +401,7 @@ class LedgerIndex:
                     remembered.clear()
                 self._models.clear()
                 self._refusals.clear()
+                self._fgd.clear()
             shape = self._shapes[key] = self._next_shape
             self._next_shape += 1
         return shape

@@ -11,7 +11,15 @@ from vgpu.domain.fragmentation import PaperPolicy
 from ..engine import ALL_PAIRS
 from ..outputs import save_report, with_progress
 from .experiments import run_policies
-from .files import WORKLOADS, TraceError, read_nodes, read_pods, shipped_nodes, shipped_pods
+from .files import (
+    WORKLOADS,
+    TraceError,
+    read_nodes,
+    read_pods,
+    shipped_nodes,
+    shipped_pods,
+)
+from .hami import hami_shape
 from .replay import Trace, TracePolicy
 from .report import document, table
 
@@ -27,6 +35,9 @@ def run_trace(args: argparse.Namespace, policies: Sequence[TracePolicy]) -> int:
     except TraceError as exc:
         print(f"vgpu simulate: invalid trace:\n{exc}", file=sys.stderr)
         return 2
+    if args.print_typical_shapes:
+        print(chart_shapes(trace), end="")
+        return 0
     first = FIRST_SEED if args.seed is None else args.seed
     seeds = list(range(first, first + (args.seeds or SEEDS)))
     chosen = list(policies) or [*PaperPolicy, *ALL_PAIRS]
@@ -46,6 +57,36 @@ def run_trace(args: argparse.Namespace, policies: Sequence[TracePolicy]) -> int:
 
         return save_report(args.report, lambda d: write_report(d, trace, runs))
     return 0
+
+
+def chart_shapes(trace: Trace) -> str:
+    """The trace's typical shapes as the chart's `scheduler.fragmentation.typicalShapes`.
+
+    >>> from vgpu.domain.fragmentation import MilliPod
+    >>> from .files import TracePod
+    >>> shares = [TracePod("a", MilliPod(4000, 0, 1, 460))]
+    >>> print(chart_shapes(Trace.of("t", [], shares)), end="")  # doctest: +ELLIPSIS
+    # the typical pod shapes of t (...
+    typicalShapes:
+      - {gpus: 1, memoryPercent: 46, cores: 46, cpu: 4000m, weight: 1}
+    """
+    lines = [
+        f"# the typical pod shapes of {trace.name} (the commonest covering 95 % of its pods), "
+        "for the chart's scheduler.fragmentation",
+        "typicalShapes:",
+    ]
+    for shape in trace.workload.shapes:
+        item = hami_shape(shape)
+        fields = [
+            f"gpus: {item['gpus']}",
+            f"memoryPercent: {item['memory_percent']}",
+            f"cores: {item['cores']}",
+            f"cpu: {item['cpu']}",
+        ]
+        if "gputype" in item:
+            fields.append(f"gputype: {item['gputype']!r}")
+        lines.append(f"  - {{{', '.join(fields)}, weight: {item['weight']}}}")
+    return "\n".join(lines) + "\n"
 
 
 def load(pods: str, nodes: Path | None) -> Trace:

@@ -12,7 +12,7 @@ ways: HAMi's default of 10 would stop a card at 10 pods, which the trace does no
 from typing import Any
 
 from vgpu.domain import NVIDIA, Device
-from vgpu.domain.fragmentation import MILLI, MilliNode, MilliPod
+from vgpu.domain.fragmentation import MILLI, MilliNode, MilliPod, TypicalShape
 
 SPLIT = 20
 # MiB per card. V100M16, V100M32, P100, T4 and A10 are NVIDIA's sizes; G2 and G3 are
@@ -41,16 +41,19 @@ def hami_devices(name: str, node: MilliNode) -> tuple[Device, ...]:
 
 
 def hami_manifest(name: str, pod: MilliPod, annotations: dict[str, str]) -> dict[str, Any]:
-    """The pod as created (after the webhook), with `annotations` (e.g. its policies) added.
+    """The pod as created (after the webhook), with `annotations` (e.g. its policies) added;
+    its CPU and host memory are requests.
 
-    >>> limits = hami_manifest("p", MilliPod(2000, 1024, 1, 460), {})["spec"]["containers"][0]
-    >>> limits["resources"]["limits"]
+    >>> main = hami_manifest("p", MilliPod(2000, 1024, 1, 460), {})["spec"]["containers"][0]
+    >>> main["resources"]["limits"]
     {'nvidia.com/gpu': '1', 'nvidia.com/gpucores': '46', 'nvidia.com/gpumem-percentage': '46'}
+    >>> main["resources"]["requests"]
+    {'cpu': '2000m', 'memory': '1024Mi'}
     """
     if pod.milli >= MILLI:
         limits = {NVIDIA.count_resource: pod.gpus, NVIDIA.cores_resource: 100}
     else:
-        percent = -(-pod.milli // 10)
+        percent = _percent(pod.milli)
         limits = {
             NVIDIA.count_resource: pod.gpus,
             NVIDIA.cores_resource: percent,
@@ -59,11 +62,36 @@ def hami_manifest(name: str, pod: MilliPod, annotations: dict[str, str]) -> dict
     notes = dict(annotations)
     if pod.models:
         notes[NVIDIA.use_type_annotation] = ",".join(sorted(pod.models))
+    resources: dict[str, dict[str, str]] = {"limits": {k: str(v) for k, v in limits.items()}}
+    if pod.cpu or pod.memory:
+        resources["requests"] = {"cpu": f"{pod.cpu}m", "memory": f"{pod.memory}Mi"}
     return {
         "metadata": {"name": name, "namespace": "trace", "annotations": notes},
-        "spec": {
-            "containers": [
-                {"name": "main", "resources": {"limits": {k: str(v) for k, v in limits.items()}}}
-            ]
-        },
+        "spec": {"containers": [{"name": "main", "resources": resources}]},
     }
+
+
+def hami_shape(shape: TypicalShape) -> dict[str, Any]:
+    """A typical shape as an item of the scheduler's `fragmentation.typical_shapes`, in the
+    terms `hami_manifest` asks for pods (no cards: a CPU-only pod).
+
+    >>> hami_shape(TypicalShape(count=7, gpus=1, milli=465, cpu=3152, models=frozenset({"T4"})))
+    {'gpus': 1, 'memory_percent': 47, 'cores': 47, 'cpu': '3152m', 'weight': 7, 'gputype': 'T4'}
+    """
+    percent = _percent(shape.milli) if shape.gpus else 0
+    item: dict[str, Any] = {
+        "gpus": shape.gpus,
+        "memory_percent": max(percent, 1),
+        "cores": percent,
+        "cpu": f"{shape.cpu}m",
+        "weight": shape.count,
+    }
+    if shape.models:
+        item["gputype"] = ",".join(sorted(shape.models))
+    return item
+
+
+def _percent(milli: int) -> int:
+    """A card's share in HAMi's whole percent, never less than `milli` asks."""
+    return min(-(-milli // 10), 100)
+
