@@ -350,3 +350,49 @@ def test_an_admin_claim_gets_its_gpu_on_a_full_gpu_and_counts_nothing(node: DraN
     assert not any(e.startswith("CUDA_DEVICE_") for e in _env(spec))
     assert "mounts" not in spec["containerEdits"]  # no preload, no HAMi-core
     assert node.container.prepared().entries()["uid-debug"].footprint() == {}
+
+
+def _gpu_limits(spec: dict[str, object], uuids: list[str]) -> dict[str, str]:
+    """The memory limit each GPU gets in a container that uses the whole claim: CUDA numbers
+    the visible GPUs in PCI bus order (the NVML index), and HAMi-core's `_<i>` follows it."""
+    env: dict[str, str] = {}
+    for edits in [spec["containerEdits"], *(d["containerEdits"] for d in spec["devices"])]:  # type: ignore[attr-defined]
+        for entry in edits.get("env", []):
+            name, _, value = entry.partition("=")
+            env[name] = value  # a later device's value replaces an earlier one, as in CDI
+    assert env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+    visible = env["NVIDIA_VISIBLE_DEVICES"].split(",")
+    assert sorted(visible, key=uuids.index) == visible
+    default = env["CUDA_DEVICE_MEMORY_LIMIT"]
+    return {uuid: env.get(f"CUDA_DEVICE_MEMORY_LIMIT_{i}", default) for i, uuid in enumerate(visible)}
+
+
+def test_each_gpu_gets_its_own_shares_limit_whatever_order_the_requests_come_in(
+    node: DraNode,
+) -> None:
+    # a tenant's requests put a big share of the second GPU first and a small one of the first
+    # GPU after it: index 0 is the first GPU in the container, so it must get the small limit
+    claim = claim_json(
+        "mixed",
+        share("gpu-1", 30000, 50, share_id="big-b", request="big"),
+        share("gpu-0", 1024, 10, share_id="small-a", request="small"),
+    )
+    assert _prepare(node, claim)["uid-mixed"].error == ""
+    spec = node.spec("uid-mixed")
+    assert spec is not None
+    assert _gpu_limits(spec, [UUID_A, UUID_B]) == {UUID_A: "1024m", UUID_B: "30000m"}
+
+
+def test_two_shares_of_one_gpu_never_hand_their_limit_to_the_next_gpu(node: DraNode) -> None:
+    claim = claim_json(
+        "two-on-a",
+        share("gpu-0", 1024, 10, share_id="a1", request="one"),
+        share("gpu-0", 20000, 40, share_id="a2", request="two"),
+        share("gpu-1", 1024, 10, share_id="b1", request="three"),
+    )
+    assert _prepare(node, claim)["uid-two-on-a"].error == ""
+    spec = node.spec("uid-two-on-a")
+    assert spec is not None
+    limits = _gpu_limits(spec, [UUID_A, UUID_B])
+    assert limits[UUID_B] == "1024m"  # not the second share of the first GPU
+    assert limits[UUID_A] in ("1024m", "20000m")  # one of its own shares, never more

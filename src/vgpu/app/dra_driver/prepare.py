@@ -203,7 +203,7 @@ class ClaimPreparer:
             )
             if problem:
                 raise ClaimRefused(problem)
-            return self._write(claim, shares, nvidia, fresh=known is None)
+            return self._write(claim, shares, nvidia, indexes, fresh=known is None)
 
     def _read(self, ref: ClaimRef) -> ResourceClaim:
         manifest = self._api.get_claim(ref.namespace, ref.name)
@@ -252,11 +252,12 @@ class ClaimPreparer:
         claim: ResourceClaim,
         shares: tuple[DeviceShare, ...],
         nvidia: dict[str, str],
+        indexes: dict[str, int],
         *,
         fresh: bool,
     ) -> PreparedClaim:
         dirs = {s.dir_name: self._dirs.path(claim.uid, s.dir_name) for s in shares if not s.admin}
-        made = claim_spec(claim.uid, shares, self._setup, dirs, nvidia)
+        made = claim_spec(claim.uid, shares, self._setup, dirs, nvidia, indexes)
         prepared = PreparedClaim(
             claim.uid,
             claim.namespace,
