@@ -2,6 +2,7 @@
 an in-memory API, fake GPUs and its host files in a temporary directory."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from tests.unit.dra_driver.node import (
     ref,
     share,
 )
-from vgpu.domain.pod import Container, Pod
+from vgpu.domain.pod import Container, Pod, PodClaim
 from vgpu.domain.trust import ServedGrant, encode_served_record
 from vgpu.ports.dra import ClaimOutcome, HostFileError, PreparedDevice
 
@@ -396,3 +397,32 @@ def test_two_shares_of_one_gpu_never_hand_their_limit_to_the_next_gpu(node: DraN
     limits = _gpu_limits(spec, [UUID_A, UUID_B])
     assert limits[UUID_B] == "1024m"  # not the second share of the first GPU
     assert limits[UUID_A] in ("1024m", "20000m")  # one of its own shares, never more
+
+
+def test_a_claim_deleted_while_its_pod_runs_keeps_counting_until_the_pod_ends(
+    node: DraNode,
+) -> None:
+    # a tenant may delete its ResourceClaim (after taking its finalizer off) or make another
+    # under the same name while the pod that uses it still runs on the GPU
+    _prepare(node, claim_json("train", share(memory_mib=30000, cores=60),
+                              pods=(("trainer", "pod-uid-1"),)))
+    running = Pod("ml", "trainer", "pod-uid-1", node_name=NODE, phase="Running",
+                  claims=(PodClaim("gpu", "train"),))
+    node.cluster.put_pod(running)
+    by_name = Pod("ml", "other", "pod-uid-2", node_name=NODE, phase="Running",
+                  claims=(PodClaim("gpu", "shared"),))
+    node.cluster.put_pod(by_name)  # joined the claim after it was prepared: named, not recorded
+    _prepare(node, claim_json("shared", share("gpu-1", share_id="s2")))
+    node.api.delete_claim("ml", "train")
+    node.api.put_claim(claim_json("shared", uid="made-again"))
+
+    assert node.container.sweeper().sweep() == []
+    assert sorted(node.container.prepared().entries()) == ["uid-shared", "uid-train"]
+    assert (node.root / "hook" / "vgpu" / "claims" / "uid-train").is_dir()  # its region stays
+    refused = _prepare(node, claim_json("next", share(memory_mib=4096, cores=60, share_id="n")))
+    assert "would be over capacity" in refused["uid-next"].error
+
+    node.cluster.put_pod(replace(running, phase="Succeeded"))
+    node.cluster.delete_pod("ml", "other")
+    assert sorted(node.container.sweeper().sweep()) == ["ml/shared", "ml/train"]
+    assert node.container.prepared().entries() == {}

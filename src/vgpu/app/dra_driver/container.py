@@ -150,7 +150,13 @@ class DraDriverContainer(containers.DeclarativeContainer):
         config.provided.publish_retry,
     )
     sweeper = providers.Singleton(
-        ClaimSweeper, dra_api, prepared, preparer, config.provided.sweep_interval
+        ClaimSweeper,
+        dra_api,
+        cluster,
+        config.provided.node_name,
+        prepared,
+        preparer,
+        config.provided.sweep_interval,
     )
     daemon = providers.Singleton(
         DraDriverDaemon,
