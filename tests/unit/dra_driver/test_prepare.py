@@ -2,6 +2,7 @@
 an in-memory API, fake GPUs and its host files in a temporary directory."""
 
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -426,3 +427,51 @@ def test_a_claim_deleted_while_its_pod_runs_keeps_counting_until_the_pod_ends(
     node.cluster.delete_pod("ml", "other")
     assert sorted(node.container.sweeper().sweep()) == ["ml/shared", "ml/train"]
     assert node.container.prepared().entries() == {}
+
+
+def test_a_prepare_racing_another_of_the_same_claim_never_undoes_what_the_first_wrote(
+    node: DraNode,
+) -> None:
+    # two pods that share a claim start at once: the kubelet may ask for it twice in parallel
+    claim = claim_json("shared")
+    node.api.put_claim(claim)
+    specs, prepared = node.container.cdi_specs(), node.container.prepared()
+    writing, go, looked = threading.Event(), threading.Event(), threading.Event()
+    real_write, real_get = specs.write, prepared.get
+    calls = []
+
+    def write(claim_uid: str, spec: dict[str, object]) -> str:
+        calls.append(claim_uid)
+        if len(calls) > 1:  # the second write fails (a full disk, for a moment)
+            raise HostFileError("cannot write CDI spec: No space left on device")
+        writing.set()
+        go.wait(10)
+        return real_write(claim_uid, spec)
+
+    def get(uid: str) -> object:
+        found = real_get(uid)
+        if threading.current_thread().name == "second":
+            looked.set()
+        return found
+
+    specs.write = write  # type: ignore[method-assign]
+    prepared.get = get  # type: ignore[method-assign]
+    outcomes: dict[str, ClaimOutcome] = {}
+    first = threading.Thread(
+        target=lambda: outcomes.update(first=node.preparer.prepare([ref(claim)])["uid-shared"]))
+    second = threading.Thread(
+        target=lambda: outcomes.update(second=node.preparer.prepare([ref(claim)])["uid-shared"]),
+        name="second")
+    first.start()
+    assert writing.wait(10)
+    second.start()  # it finds nothing recorded yet, then waits for the first to finish
+    assert looked.wait(10)
+    go.set()
+    first.join(10)
+    second.join(10)
+
+    assert outcomes["first"].error == ""
+    assert outcomes["second"] == outcomes["first"]
+    specs.write = real_write  # type: ignore[method-assign]
+    assert node.spec("uid-shared") is not None
+    assert (node.root / "hook" / "vgpu" / "claims" / "uid-shared").is_dir()

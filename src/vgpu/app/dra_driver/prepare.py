@@ -183,11 +183,9 @@ class ClaimPreparer:
         claim = self._read(ref)
         cards = self._gpus.cards()
         shares = claim_shares(claim, self._driver, self._node, cards)
-        known = self._prepared.get(claim.uid)
-        if known is not None and known.shares == shares:
-            with self._lock:
-                if self._specs.read(claim.uid) != known.spec:
-                    self._specs.write(claim.uid, known.spec)
+        with self._lock:
+            known = self._prepared_before(claim.uid, shares)
+        if known is not None:
             return known
         for share in shares:
             problem = self._gpus.problem(share.device)
@@ -198,12 +196,29 @@ class ClaimPreparer:
         indexes = {card.uuid: card.index for card in cards.values()}
         nvidia = self._visibility.nvidia_ids(claim.key, shares, indexes)
         with self._lock:
+            # a call for the same claim may have prepared it while this one was checking
+            known = self._prepared_before(claim.uid, shares)
+            if known is not None:
+                return known
             problem = over_capacity(
                 claim.key, shares, by_uuid, self._ledger.holders(excluding_uid=claim.uid)
             )
             if problem:
                 raise ClaimRefused(problem)
-            return self._write(claim, shares, nvidia, indexes, fresh=known is None)
+            fresh = self._prepared.get(claim.uid) is None
+            return self._write(claim, shares, nvidia, indexes, fresh=fresh)
+
+    def _prepared_before(
+        self, uid: str, shares: tuple[DeviceShare, ...]
+    ) -> PreparedClaim | None:
+        """The claim as prepared before with these shares, its spec written again if it went
+        missing; None when it was not. Under the lock."""
+        known = self._prepared.get(uid)
+        if known is None or known.shares != shares:
+            return None
+        if self._specs.read(uid) != known.spec:
+            self._specs.write(uid, known.spec)
+        return known
 
     def _read(self, ref: ClaimRef) -> ResourceClaim:
         manifest = self._api.get_claim(ref.namespace, ref.name)
