@@ -43,7 +43,7 @@ class ClaimSweeper:
 
     def sweep(self) -> list[str]:
         """One round; the `namespace/name` of the claims released."""
-        released = []
+        released: list[str] = []
         running: list[Pod] | None = None
         for uid, claim in self._prepared.entries().items():
             try:
