@@ -2,7 +2,6 @@
 an in-memory API, fake GPUs and its host files in a temporary directory."""
 
 import json
-import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -432,46 +431,27 @@ def test_a_claim_deleted_while_its_pod_runs_keeps_counting_until_the_pod_ends(
 def test_a_prepare_racing_another_of_the_same_claim_never_undoes_what_the_first_wrote(
     node: DraNode,
 ) -> None:
-    # two pods that share a claim start at once: the kubelet may ask for it twice in parallel
+    # two pods that share a claim start at once, and the kubelet asks for it twice in
+    # parallel: the second call looks before the first has recorded the claim (the look is
+    # made stale here), and its own write fails (a full disk, for a moment)
     claim = claim_json("shared")
-    node.api.put_claim(claim)
+    first = _prepare(node, claim)["uid-shared"]
     specs, prepared = node.container.cdi_specs(), node.container.prepared()
-    writing, go, looked = threading.Event(), threading.Event(), threading.Event()
-    real_write, real_get = specs.write, prepared.get
-    calls = []
+    real_get, looks = prepared.get, []
 
-    def write(claim_uid: str, spec: dict[str, object]) -> str:
-        calls.append(claim_uid)
-        if len(calls) > 1:  # the second write fails (a full disk, for a moment)
-            raise HostFileError("cannot write CDI spec: No space left on device")
-        writing.set()
-        go.wait(10)
-        return real_write(claim_uid, spec)
+    def stale_once(uid: str) -> object:
+        looks.append(uid)
+        return None if len(looks) == 1 else real_get(uid)
 
-    def get(uid: str) -> object:
-        found = real_get(uid)
-        if threading.current_thread().name == "second":
-            looked.set()
-        return found
+    def full(claim_uid: str, spec: object) -> str:
+        raise HostFileError("cannot write CDI spec: No space left on device")
 
-    specs.write = write  # type: ignore[method-assign]
-    prepared.get = get  # type: ignore[method-assign]
-    outcomes: dict[str, ClaimOutcome] = {}
-    first = threading.Thread(
-        target=lambda: outcomes.update(first=node.preparer.prepare([ref(claim)])["uid-shared"]))
-    second = threading.Thread(
-        target=lambda: outcomes.update(second=node.preparer.prepare([ref(claim)])["uid-shared"]),
-        name="second")
-    first.start()
-    assert writing.wait(10)
-    second.start()  # it finds nothing recorded yet, then waits for the first to finish
-    assert looked.wait(10)
-    go.set()
-    first.join(10)
-    second.join(10)
+    prepared.get = stale_once  # type: ignore[method-assign]
+    real_write, specs.write = specs.write, full  # type: ignore[method-assign]
 
-    assert outcomes["first"].error == ""
-    assert outcomes["second"] == outcomes["first"]
+    second = node.preparer.prepare([ref(claim)])["uid-shared"]
+
     specs.write = real_write  # type: ignore[method-assign]
+    assert second == first
     assert node.spec("uid-shared") is not None
     assert (node.root / "hook" / "vgpu" / "claims" / "uid-shared").is_dir()
