@@ -455,3 +455,69 @@ def test_a_prepare_racing_another_of_the_same_claim_never_undoes_what_the_first_
     assert second == first
     assert node.spec("uid-shared") is not None
     assert (node.root / "hook" / "vgpu" / "claims" / "uid-shared").is_dir()
+
+
+def _claim_dir(node: DraNode, uid: str) -> Path:
+    return node.root / "hook" / "vgpu" / "claims" / uid
+
+
+def test_a_corrupt_record_is_rebuilt_from_the_claims_own_files_and_nothing_stops_counting(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    _prepare(node, claim_json("b", share("gpu-1", 4000, 20, share_id="s-b")))
+    _prepare(node, claim_json("debug", share(share_id=None, admin_access=True)))
+    before = node.container.prepared().entries()
+    specs = {uid: node.spec(uid) for uid in before}
+    node.container.cdi_specs().remove("uid-b")  # a reboot empties /var/run/cdi, say
+    record = tmp_path / "state" / "dra-prepared.json"
+    record.write_text('{"version": 1, "node": "gpu-no')  # a damaged disk block
+
+    restarted = make_node(tmp_path)
+    restarted.container.preparer().restore()
+
+    assert restarted.container.prepared().entries() == before
+    assert {uid: restarted.spec(uid) for uid in before} == specs
+    assert _claim_dir(restarted, "uid-a").is_dir() and _claim_dir(restarted, "uid-b").is_dir()
+    assert [p.name.startswith("dra-prepared.json.corrupt-") for p in record.parent.iterdir()
+            if p != record] == [True]
+    refused = _prepare(restarted, claim_json("c", share(memory_mib=4000, cores=60, share_id="c")))
+    assert "20000" not in refused["uid-c"].error
+    assert "held (claim ml/a (prepared here))" in refused["uid-c"].error
+    again = make_node(tmp_path)  # the rebuilt record was saved: the next start reads it
+    assert again.container.prepared().entries() == before
+
+
+def test_a_missing_record_is_rebuilt_from_the_claims_own_files(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    before = node.container.prepared().entries()
+    (tmp_path / "state" / "dra-prepared.json").unlink()  # a state dir not kept, or a person
+
+    restarted = make_node(tmp_path)
+    restarted.container.preparer().restore()
+
+    assert restarted.container.prepared().entries() == before
+    assert restarted.spec("uid-a") is not None
+
+
+def test_a_corrupt_record_that_cannot_be_rebuilt_stops_preparing_and_removes_nothing(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    record = tmp_path / "state" / "dra-prepared.json"
+    record.write_text("not json")
+    (_claim_dir(node, "uid-a") / "claim.json").write_text("also not json")
+
+    restarted = make_node(tmp_path)
+    with pytest.raises(HostFileError) as raised:
+        restarted.container.preparer().restore()
+
+    message = str(raised.value)
+    assert f"prepared-claims record {record} does not read" in message
+    assert "claim uid uid-a: claim.json: not JSON" in message
+    assert record.read_text() == "not json"  # left where it is, for a person
+    assert restarted.spec("uid-a") is not None and _claim_dir(restarted, "uid-a").is_dir()
+    outcome = _prepare(restarted, claim_json("b", share("gpu-1", 1000, 10, share_id="b")))
+    assert outcome["uid-b"].error.startswith(f"prepared-claims record {record} does not read")

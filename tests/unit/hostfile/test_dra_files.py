@@ -56,7 +56,7 @@ def test_a_uid_that_could_escape_the_directory_is_refused(tmp_path: Path) -> Non
     with pytest.raises(HostFileError, match="cannot name a CDI spec file"):
         CdiSpecFiles(tmp_path).write("../etc/passwd", SPEC)
     with pytest.raises(HostFileError, match="cannot name a host directory"):
-        ClaimDirs(tmp_path, tmp_path / "lock").prepare(UID, "../x", {})
+        ClaimDirs(tmp_path, tmp_path / "lock").prepare(UID, ["../x"], {})
 
 
 def test_removing_a_spec_twice_is_harmless_and_others_files_are_not_ours(tmp_path: Path) -> None:
@@ -93,19 +93,33 @@ def test_the_static_catalog_lists_the_devices_of_one_kind_from_json_and_yaml(tmp
 def test_claim_dirs_are_open_to_any_user_and_claim_json_sits_beside_them(tmp_path: Path) -> None:
     dirs = ClaimDirs(tmp_path, tmp_path / "lock")
 
-    share = dirs.prepare(UID, "share-1", {"claim": {"name": "c"}})
+    dirs.prepare(UID, ["share-1", "share-2"], {"claim": {"name": "c"}})
 
+    share = dirs.path(UID, "share-1")
     assert oct(os.stat(tmp_path / "lock").st_mode & 0o777) == "0o777"  # HAMi-core's lock dir
-    assert share == dirs.path(UID, "share-1") == str(tmp_path / "vgpu" / "claims" / UID / "share-1")
+    assert share == str(tmp_path / "vgpu" / "claims" / UID / "share-1")
     assert oct(os.stat(share).st_mode & 0o777) == "0o777"
+    assert oct(os.stat(dirs.path(UID, "share-2")).st_mode & 0o777) == "0o777"
     claim_json = tmp_path / "vgpu" / "claims" / UID / "claim.json"
     assert json.loads(claim_json.read_text()) == {"claim": {"name": "c"}}
+    assert dirs.read_info(UID) == claim_json.read_text()
     assert not (Path(share) / "claim.json").exists()  # the mounted dir holds no file we trust
     assert dirs.claim_uids() == [UID]
 
     dirs.remove(UID)
     dirs.remove(UID)
     assert dirs.claim_uids() == []
+    assert dirs.read_info(UID) is None
+
+
+def test_an_admin_claims_directory_holds_only_its_claim_json(tmp_path: Path) -> None:
+    dirs = ClaimDirs(tmp_path, tmp_path / "lock")
+
+    dirs.prepare(UID, [], {"claim": {"name": "debug"}})
+
+    assert os.listdir(tmp_path / "vgpu" / "claims" / UID) == ["claim.json"]
+    assert not (tmp_path / "lock").exists()  # no HAMi-core, no lock directory
+    assert dirs.claim_uids() == [UID]
 
 
 def test_the_prepared_record_saves_whole_and_damaged_bytes_still_read_as_text(tmp_path: Path) -> None:
