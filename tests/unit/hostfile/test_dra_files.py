@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from vgpu.adapters.hostfile import CdiSpecFiles, ClaimDirs, PreparedStore, StaticCdiCatalog
+from vgpu.adapters.hostfile import cdi_specs
 from vgpu.ports.dra import HostFileError
 
 UID = "8c1f5a6e-3b1d-4c9e-9a61-2f0b7d5e4c11"
@@ -82,12 +83,38 @@ def test_the_static_catalog_lists_the_devices_of_one_kind_from_json_and_yaml(tmp
     )
     (run / "other.json").write_text(json.dumps({"kind": "example.com/nic", "devices": [{"name": "eth0"}]}))
     (run / "broken.json").write_text("{not json")
+    (run / "odd.json").write_text(json.dumps({"kind": "nvidia.com/gpu", "devices": 5}))
     (run / "notes.txt").write_text("kind: nvidia.com/gpu")
 
     catalog = StaticCdiCatalog([etc, run, tmp_path / "missing"])
 
     assert catalog.device_names("nvidia.com/gpu") == {"0", "GPU-a", "all"}
     assert catalog.device_names("example.com/nic") == {"eth0"}
+
+
+def test_the_static_catalog_reads_a_spec_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every Prepare asks; NVIDIA's spec is tens of KB of YAML, slow to parse each time
+    spec = tmp_path / "nvidia.yaml"
+    spec.write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n  - name: '0'\n")
+    parsed = []
+    real_load = cdi_specs.yaml.load
+
+    def load(*args: object, **kwargs: object) -> object:
+        parsed.append(args)
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cdi_specs.yaml, "load", load)
+    catalog = StaticCdiCatalog([tmp_path])
+
+    assert [catalog.device_names("nvidia.com/gpu") for _ in range(3)] == [{"0"}] * 3
+    assert len(parsed) == 1
+    spec.write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n  - name: '0'\n"
+                    "  - name: '1'\n")
+    assert catalog.device_names("nvidia.com/gpu") == {"0", "1"}
+    spec.unlink()
+    assert catalog.device_names("nvidia.com/gpu") == set()
 
 
 def test_claim_dirs_are_open_to_any_user_and_claim_json_sits_beside_them(tmp_path: Path) -> None:
