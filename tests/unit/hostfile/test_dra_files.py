@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.adapters.hostfile import CdiSpecFiles, ClaimDirs, PreparedStore, StaticCdiCatalog
-from vgpu.adapters.hostfile import cdi_specs
+from vgpu.adapters.hostfile import (
+    CdiSpecFiles,
+    ClaimDirs,
+    PreparedStore,
+    StaticCdiCatalog,
+    cdi_specs,
+)
 from vgpu.ports.dra import HostFileError
 
 UID = "8c1f5a6e-3b1d-4c9e-9a61-2f0b7d5e4c11"
