@@ -278,6 +278,30 @@ def test_two_shares_of_one_claim_on_one_gpu_add_up_and_admin_holds_nothing() -> 
     assert over_capacity("ml/admin", [admin], BY_UUID, full) is None
 
 
+def test_a_share_without_a_compute_limit_never_joins_a_gpu_whose_compute_is_all_held() -> None:
+    # cores 0 is HAMi's "no compute limit": it consumes no cores, so capacity alone lets it
+    # onto a GPU a claim of 100% holds, where it would run unthrottled beside it
+    unlimited = replace(SHARE_A, cores=0)
+    exclusive = [GpuHolder("claim ml/all-compute", {"GPU-a": Usage(1, 1000, 100)})]
+    assert over_capacity("ml/new", [unlimited], BY_UUID, exclusive) == (
+        "claim ml/new: GPU GPU-a (gpu-0): its compute is all held (100% by claim "
+        "ml/all-compute), and a share with no compute limit (cores 0) would run beside it "
+        "unthrottled"
+    )
+    some = [GpuHolder("claim ml/part", {"GPU-a": Usage(1, 1000, 60)})]
+    assert over_capacity("ml/new", [unlimited], BY_UUID, some) is None
+
+
+def test_a_share_of_all_the_compute_wants_the_gpu_to_itself() -> None:
+    everything = replace(SHARE_A, cores=100)
+    unthrottled = [GpuHolder("pod ml/old (served by the device plugin)", {"GPU-a": Usage(1, 1000, 0)})]
+    assert over_capacity("ml/new", [everything], BY_UUID, unthrottled) == (
+        "claim ml/new: GPU GPU-a (gpu-0): the claim takes all its compute (100%), which needs "
+        "the GPU to itself, and it is held (pod ml/old (served by the device plugin))"
+    )
+    assert over_capacity("ml/new", [everything], BY_UUID, []) is None
+
+
 def test_the_device_plugins_pods_count_by_its_record_first_then_the_kubelets() -> None:
     live = {"u1": "ml/served", "u2": "ml/hami", "u3": "ml/cpu-only"}
     served = {"u1": {"GPU-a": Usage(1, 1000, 10)}, "u9": {"GPU-a": Usage(1, 9999, 99)}}
