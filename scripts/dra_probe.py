@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.e2e.dra.kubelet import FakeDraKubelet
 from tests.unit.dra_driver.node import make_node
-from vgpu.adapters.fake.dra_api import FakeDraApi
+from vgpu.adapters.fake.dra import FakeDraApi
 from vgpu.adapters.nvml import NvmlGpus
 from vgpu.domain.dra import (
     DeviceClass,

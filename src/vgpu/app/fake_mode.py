@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.adapters.fake.dra import FakeDraObjects
+from vgpu.adapters.fake.dra import FakeDraApi
 from vgpu.adapters.fake.keys import FakeGrantKeys
 from vgpu.app.errors import ConfigError, listed_problems
 from vgpu.app.key_ring import new_key_ring
@@ -102,7 +102,8 @@ class FakeClusterFile(_Model):
     pods: list[dict[str, Any]] = []
     quotas: list[QuotaEntry] = []
     # DRA objects (resource.k8s.io/v1) as `kubectl get -o yaml` shows them; read by the
-    # processes that use DRA (vgpu explain), checked field by field when they are read
+    # processes that use DRA (vgpu explain, vgpu dra-driver), checked field by field when
+    # they are read
     resourceClaims: list[dict[str, Any]] = []
     resourceClaimTemplates: list[dict[str, Any]] = []
     resourceSlices: list[dict[str, Any]] = []
@@ -115,12 +116,19 @@ def load_fake_cluster(path: Path, vendor: Vendor) -> FakeCluster:
     return build_fake_cluster(spec, vendor, str(path), manifests)
 
 
-def load_fake_dra(path: Path) -> FakeDraObjects:
+def load_fake_dra(path: Path, with_pods: bool = False) -> FakeDraApi:
     """The DRA objects the file lists (its `resourceClaims`, `resourceClaimTemplates`,
-    `resourceSlices` and `deviceClasses`); FakeClusterError names the entry and field."""
-    spec, _ = _read(path)
-    return FakeDraObjects(
-        spec.resourceClaims, spec.resourceClaimTemplates, spec.resourceSlices, spec.deviceClasses
+    `resourceSlices` and `deviceClasses`), and its `pods` as JSON when `with_pods` (the DRA
+    driver reads the pods a claim is reserved for); FakeClusterError names the entry and
+    field."""
+    spec, manifests = _read(path)
+    pods = [m for m in manifests if isinstance(m, dict)] if with_pods else ()
+    return FakeDraApi(
+        spec.resourceClaims,
+        spec.resourceClaimTemplates,
+        spec.resourceSlices,
+        spec.deviceClasses,
+        pods,
     )
 
 

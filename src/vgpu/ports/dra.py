@@ -213,16 +213,21 @@ class CdiCatalogPort(Protocol):
 
 
 class ClaimDirsPort(Protocol):
-    """Per-claim, per-share directories on the host holding HAMi-core's shared cache and a
-    `claim.json` that says whose they are."""
+    """Per-claim, per-share directories on the host holding HAMi-core's shared cache, beside
+    a `claim.json` that says whose they are."""
 
     def path(self, claim_uid: str, share: str) -> str:
         """`<hook>/vgpu/claims/<claim uid>/<share>`, the same inside the container."""
         ...
 
-    def prepare(self, claim_uid: str, share: str, info: JsonObject) -> str:
-        """Make the directory (open to any container user) and write `claim.json`
-        atomically; the directory. HostFileError when it cannot."""
+    def prepare(self, claim_uid: str, shares: Sequence[str], info: JsonObject) -> None:
+        """Make the claim's directory, one for each of `shares` in it (open to any container
+        user), and write `claim.json` atomically. HostFileError when it cannot."""
+        ...
+
+    def read_info(self, claim_uid: str) -> str | None:
+        """The claim's `claim.json` as text; None when there is none. HostFileError when it
+        cannot be read."""
         ...
 
     def remove(self, claim_uid: str) -> None:

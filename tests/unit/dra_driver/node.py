@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from vgpu.adapters.fake.cluster import FakeCluster
-from vgpu.adapters.fake.dra_api import FakeDraApi
+from vgpu.adapters.fake.dra import FakeDraApi
 from vgpu.adapters.fake.gpus import FakeGpus
 from vgpu.app.dra_driver.config import DraDriverConfig
 from vgpu.app.dra_driver.container import DraDriverContainer

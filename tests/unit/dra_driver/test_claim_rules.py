@@ -129,6 +129,7 @@ def test_a_claim_this_node_cannot_prepare_says_why(claim: ResourceClaim, problem
 SETUP = HamiCoreSetup(hook_path="/usr/local", lock_dir="/tmp/vgpulock")
 SHARE_A = DeviceShare("gpu", NODE, "gpu-0", "s1", "GPU-a", 4096 * MIB, 30)
 SHARE_B = DeviceShare("gpu", NODE, "gpu-1", "s2", "GPU-b", 8192 * MIB, 50)
+INDEX = {"GPU-a": 0, "GPU-b": 1}
 DIRS = {"s1": "/usr/local/vgpu/claims/uid-1/s1", "s2": "/usr/local/vgpu/claims/uid-1/s2"}
 CDI_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")  # the CDI parser's rule
 
@@ -146,7 +147,7 @@ def _valid_for_the_cdi_tools(spec: dict[str, object]) -> None:
 
 
 def test_one_share_gets_its_limits_its_cache_dir_and_hami_core() -> None:
-    made = claim_spec("uid-1", [SHARE_A], SETUP, DIRS, {})
+    made = claim_spec("uid-1", [SHARE_A], SETUP, DIRS, {}, INDEX)
     _valid_for_the_cdi_tools(made.spec)
     assert made.cdi_ids == (("vgpu.io/claim=uid-1-gpu-0-s1",),)
     [device] = made.spec["devices"]  # type: ignore[misc]
@@ -164,6 +165,7 @@ def test_one_share_gets_its_limits_its_cache_dir_and_hami_core() -> None:
     claim_edits = made.spec["containerEdits"]
     assert claim_edits["env"] == [  # type: ignore[index]
         "NVIDIA_VISIBLE_DEVICES=GPU-a",
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID",
         "CUDA_DEVICE_MEMORY_LIMIT=4096m",
         "CUDA_DEVICE_SM_LIMIT=30",
     ]
@@ -174,13 +176,15 @@ def test_one_share_gets_its_limits_its_cache_dir_and_hami_core() -> None:
     ]
 
 
-def test_two_shares_are_indexed_in_the_claims_order_and_the_default_is_the_smallest() -> None:
-    made = claim_spec("uid-1", [SHARE_B, SHARE_A], SETUP, DIRS, {})
+def test_limits_are_indexed_by_the_gpus_order_on_the_node_and_the_default_is_the_smallest(
+) -> None:
+    made = claim_spec("uid-1", [SHARE_B, SHARE_A], SETUP, DIRS, {}, INDEX)
     envs = [d["containerEdits"]["env"] for d in made.spec["devices"]]  # type: ignore[attr-defined]
-    assert envs[0][1:3] == ["CUDA_DEVICE_MEMORY_LIMIT_0=8192m", "CUDA_DEVICE_SM_LIMIT_0=50"]
-    assert envs[1][1:3] == ["CUDA_DEVICE_MEMORY_LIMIT_1=4096m", "CUDA_DEVICE_SM_LIMIT_1=30"]
-    assert made.spec["containerEdits"]["env"][:3] == [  # type: ignore[index]
-        "NVIDIA_VISIBLE_DEVICES=GPU-b,GPU-a",
+    assert envs[0][1:3] == ["CUDA_DEVICE_MEMORY_LIMIT_1=8192m", "CUDA_DEVICE_SM_LIMIT_1=50"]
+    assert envs[1][1:3] == ["CUDA_DEVICE_MEMORY_LIMIT_0=4096m", "CUDA_DEVICE_SM_LIMIT_0=30"]
+    assert made.spec["containerEdits"]["env"][:4] == [  # type: ignore[index]
+        "NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b",
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID",
         "CUDA_DEVICE_MEMORY_LIMIT=4096m",
         "CUDA_DEVICE_SM_LIMIT=30",
     ]
@@ -188,20 +192,20 @@ def test_two_shares_are_indexed_in_the_claims_order_and_the_default_is_the_small
 
 def test_nvidias_cdi_device_is_returned_when_its_spec_has_every_gpu_of_the_claim() -> None:
     nvidia = {"GPU-a": "nvidia.com/gpu=GPU-a", "GPU-b": "nvidia.com/gpu=1"}
-    made = claim_spec("uid-1", [SHARE_A, SHARE_B], SETUP, DIRS, nvidia)
+    made = claim_spec("uid-1", [SHARE_A, SHARE_B], SETUP, DIRS, nvidia, INDEX)
     assert made.cdi_ids == (
         ("vgpu.io/claim=uid-1-gpu-0-s1", "nvidia.com/gpu=GPU-a"),
         ("vgpu.io/claim=uid-1-gpu-1-s2", "nvidia.com/gpu=1"),
     )
     assert not any(e.startswith("NVIDIA_VISIBLE_DEVICES") for e in made.spec["containerEdits"]["env"])  # type: ignore[index]
-    partial = claim_spec("uid-1", [SHARE_A, SHARE_B], SETUP, DIRS, {"GPU-a": "nvidia.com/gpu=0"})
+    partial = claim_spec("uid-1", [SHARE_A, SHARE_B], SETUP, DIRS, {"GPU-a": "nvidia.com/gpu=0"}, INDEX)
     assert partial.cdi_ids == (("vgpu.io/claim=uid-1-gpu-0-s1",), ("vgpu.io/claim=uid-1-gpu-1-s2",))
     assert partial.spec["containerEdits"]["env"][0] == "NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b"  # type: ignore[index]
 
 
 def test_an_admin_claim_sees_its_gpu_without_hami_core() -> None:
     admin = DeviceShare("gpu", NODE, "gpu-0", None, "GPU-a", 0, 0, admin=True)
-    made = claim_spec("uid-9", [admin], SETUP, {}, {})
+    made = claim_spec("uid-9", [admin], SETUP, {}, {}, INDEX)
     _valid_for_the_cdi_tools(made.spec)
     assert made.spec["devices"] == [  # no limit, no cache, no preload
         {"name": "uid-9-gpu-0", "containerEdits": {"env": ["VGPU_DRA_DEVICE_0=GPU-a"]}}
@@ -213,7 +217,7 @@ def test_node_switches_reach_the_spec() -> None:
     setup = replace(SETUP, libvgpu_host_path="/usr/local/vgpu/libvgpu.so.0.1.0",
                     lock_dir="/var/lock/vgpu", license_present=True, disable_core_limit=True,
                     cuda_log_level="4")
-    edits = claim_spec("uid-1", [SHARE_A], setup, DIRS, {}).spec["containerEdits"]
+    edits = claim_spec("uid-1", [SHARE_A], setup, DIRS, {}, INDEX).spec["containerEdits"]
     assert edits["env"][-2:] == ["GPU_CORE_UTILIZATION_POLICY=disable", "LIBCUDA_LOG_LEVEL=4"]  # type: ignore[index]
     mounts = {m["containerPath"]: m["hostPath"] for m in edits["mounts"]}  # type: ignore[index]
     assert mounts["/usr/local/vgpu/libvgpu.so"] == "/usr/local/vgpu/libvgpu.so.0.1.0"
@@ -272,6 +276,30 @@ def test_two_shares_of_one_claim_on_one_gpu_add_up_and_admin_holds_nothing() -> 
     admin = replace(SHARE_A, admin=True, memory_bytes=0, cores=0)
     full = [GpuHolder("claim ml/a", {"GPU-a": Usage(1, 32768, 100)})]
     assert over_capacity("ml/admin", [admin], BY_UUID, full) is None
+
+
+def test_a_share_without_a_compute_limit_never_joins_a_gpu_whose_compute_is_all_held() -> None:
+    # cores 0 is HAMi's "no compute limit": it consumes no cores, so capacity alone lets it
+    # onto a GPU a claim of 100% holds, where it would run unthrottled beside it
+    unlimited = replace(SHARE_A, cores=0)
+    exclusive = [GpuHolder("claim ml/all-compute", {"GPU-a": Usage(1, 1000, 100)})]
+    assert over_capacity("ml/new", [unlimited], BY_UUID, exclusive) == (
+        "claim ml/new: GPU GPU-a (gpu-0): its compute is all held (100% by claim "
+        "ml/all-compute), and a share with no compute limit (cores 0) would run beside it "
+        "unthrottled"
+    )
+    some = [GpuHolder("claim ml/part", {"GPU-a": Usage(1, 1000, 60)})]
+    assert over_capacity("ml/new", [unlimited], BY_UUID, some) is None
+
+
+def test_a_share_of_all_the_compute_wants_the_gpu_to_itself() -> None:
+    everything = replace(SHARE_A, cores=100)
+    unthrottled = [GpuHolder("pod ml/old (served by the device plugin)", {"GPU-a": Usage(1, 1000, 0)})]
+    assert over_capacity("ml/new", [everything], BY_UUID, unthrottled) == (
+        "claim ml/new: GPU GPU-a (gpu-0): the claim takes all its compute (100%), which needs "
+        "the GPU to itself, and it is held (pod ml/old (served by the device plugin))"
+    )
+    assert over_capacity("ml/new", [everything], BY_UUID, []) is None
 
 
 def test_the_device_plugins_pods_count_by_its_record_first_then_the_kubelets() -> None:

@@ -4,7 +4,9 @@ cannot start."""
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.unit.dra_driver.node import NODE, claim_json, make_node, ref
 from vgpu.app.cli import main, parse
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,3 +47,19 @@ def test_a_missing_plugin_registry_stops_it_with_a_clear_line(
         f"vgpu dra-driver: cannot start: plugin registry directory {tmp_path / 'missing'} does "
         "not exist (is the kubelet's plugins_registry directory mounted?)\n"
     )
+
+
+def test_with_a_fake_cluster_the_claims_and_pods_its_file_lists_are_served(tmp_path: Path) -> None:
+    manifest = claim_json("train", pods=(("trainer", "pod-uid"),))
+    pod = {"metadata": {"name": "trainer", "namespace": "ml", "uid": "pod-uid"},
+           "spec": {"nodeName": NODE, "containers": [{"name": "main"}]},
+           "status": {"phase": "Running"}}
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"resourceClaims": [manifest], "pods": [pod]}))
+    node = make_node(tmp_path, fake_cluster=cluster)
+    node.container.dra_api.reset_override()
+
+    outcome = node.preparer.prepare([ref(manifest)])["uid-train"]
+
+    assert outcome.error == ""
+    assert node.container.dra_api().get_pod("ml", "trainer")["metadata"]["uid"] == "pod-uid"

@@ -2,6 +2,7 @@
 an in-memory API, fake GPUs and its host files in a temporary directory."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from tests.unit.dra_driver.node import (
     ref,
     share,
 )
-from vgpu.domain.pod import Container, Pod
+from vgpu.domain.pod import Container, Pod, PodClaim
 from vgpu.domain.trust import ServedGrant, encode_served_record
 from vgpu.ports.dra import ClaimOutcome, HostFileError, PreparedDevice
 
@@ -350,3 +351,173 @@ def test_an_admin_claim_gets_its_gpu_on_a_full_gpu_and_counts_nothing(node: DraN
     assert not any(e.startswith("CUDA_DEVICE_") for e in _env(spec))
     assert "mounts" not in spec["containerEdits"]  # no preload, no HAMi-core
     assert node.container.prepared().entries()["uid-debug"].footprint() == {}
+
+
+def _gpu_limits(spec: dict[str, object], uuids: list[str]) -> dict[str, str]:
+    """The memory limit each GPU gets in a container that uses the whole claim: CUDA numbers
+    the visible GPUs in PCI bus order (the NVML index), and HAMi-core's `_<i>` follows it."""
+    env: dict[str, str] = {}
+    for edits in [spec["containerEdits"], *(d["containerEdits"] for d in spec["devices"])]:  # type: ignore[attr-defined]
+        for entry in edits.get("env", []):
+            name, _, value = entry.partition("=")
+            env[name] = value  # a later device's value replaces an earlier one, as in CDI
+    assert env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+    visible = env["NVIDIA_VISIBLE_DEVICES"].split(",")
+    assert sorted(visible, key=uuids.index) == visible
+    default = env["CUDA_DEVICE_MEMORY_LIMIT"]
+    return {uuid: env.get(f"CUDA_DEVICE_MEMORY_LIMIT_{i}", default) for i, uuid in enumerate(visible)}
+
+
+def test_each_gpu_gets_its_own_shares_limit_whatever_order_the_requests_come_in(
+    node: DraNode,
+) -> None:
+    # a tenant's requests put a big share of the second GPU first and a small one of the first
+    # GPU after it: index 0 is the first GPU in the container, so it must get the small limit
+    claim = claim_json(
+        "mixed",
+        share("gpu-1", 30000, 50, share_id="big-b", request="big"),
+        share("gpu-0", 1024, 10, share_id="small-a", request="small"),
+    )
+    assert _prepare(node, claim)["uid-mixed"].error == ""
+    spec = node.spec("uid-mixed")
+    assert spec is not None
+    assert _gpu_limits(spec, [UUID_A, UUID_B]) == {UUID_A: "1024m", UUID_B: "30000m"}
+
+
+def test_two_shares_of_one_gpu_never_hand_their_limit_to_the_next_gpu(node: DraNode) -> None:
+    claim = claim_json(
+        "two-on-a",
+        share("gpu-0", 1024, 10, share_id="a1", request="one"),
+        share("gpu-0", 20000, 40, share_id="a2", request="two"),
+        share("gpu-1", 1024, 10, share_id="b1", request="three"),
+    )
+    assert _prepare(node, claim)["uid-two-on-a"].error == ""
+    spec = node.spec("uid-two-on-a")
+    assert spec is not None
+    limits = _gpu_limits(spec, [UUID_A, UUID_B])
+    assert limits[UUID_B] == "1024m"  # not the second share of the first GPU
+    assert limits[UUID_A] in ("1024m", "20000m")  # one of its own shares, never more
+
+
+def test_a_claim_deleted_while_its_pod_runs_keeps_counting_until_the_pod_ends(
+    node: DraNode,
+) -> None:
+    # a tenant may delete its ResourceClaim (after taking its finalizer off) or make another
+    # under the same name while the pod that uses it still runs on the GPU
+    _prepare(node, claim_json("train", share(memory_mib=30000, cores=60),
+                              pods=(("trainer", "pod-uid-1"),)))
+    running = Pod("ml", "trainer", "pod-uid-1", node_name=NODE, phase="Running",
+                  claims=(PodClaim("gpu", "train"),))
+    node.cluster.put_pod(running)
+    by_name = Pod("ml", "other", "pod-uid-2", node_name=NODE, phase="Running",
+                  claims=(PodClaim("gpu", "shared"),))
+    node.cluster.put_pod(by_name)  # joined the claim after it was prepared: named, not recorded
+    _prepare(node, claim_json("shared", share("gpu-1", share_id="s2")))
+    node.api.delete_claim("ml", "train")
+    node.api.put_claim(claim_json("shared", uid="made-again"))
+
+    assert node.container.sweeper().sweep() == []
+    assert sorted(node.container.prepared().entries()) == ["uid-shared", "uid-train"]
+    assert (node.root / "hook" / "vgpu" / "claims" / "uid-train").is_dir()  # its region stays
+    refused = _prepare(node, claim_json("next", share(memory_mib=4096, cores=60, share_id="n")))
+    assert "would be over capacity" in refused["uid-next"].error
+
+    node.cluster.put_pod(replace(running, phase="Succeeded"))
+    node.cluster.delete_pod("ml", "other")
+    assert sorted(node.container.sweeper().sweep()) == ["ml/shared", "ml/train"]
+    assert node.container.prepared().entries() == {}
+
+
+def test_a_prepare_racing_another_of_the_same_claim_never_undoes_what_the_first_wrote(
+    node: DraNode,
+) -> None:
+    # two pods that share a claim start at once, and the kubelet asks for it twice in
+    # parallel: the second call looks before the first has recorded the claim (the look is
+    # made stale here), and its own write fails (a full disk, for a moment)
+    claim = claim_json("shared")
+    first = _prepare(node, claim)["uid-shared"]
+    specs, prepared = node.container.cdi_specs(), node.container.prepared()
+    real_get, looks = prepared.get, []
+
+    def stale_once(uid: str) -> object:
+        looks.append(uid)
+        return None if len(looks) == 1 else real_get(uid)
+
+    def full(claim_uid: str, spec: object) -> str:
+        raise HostFileError("cannot write CDI spec: No space left on device")
+
+    prepared.get = stale_once  # type: ignore[method-assign]
+    real_write, specs.write = specs.write, full  # type: ignore[method-assign]
+
+    second = node.preparer.prepare([ref(claim)])["uid-shared"]
+
+    specs.write = real_write  # type: ignore[method-assign]
+    assert second == first
+    assert node.spec("uid-shared") is not None
+    assert (node.root / "hook" / "vgpu" / "claims" / "uid-shared").is_dir()
+
+
+def _claim_dir(node: DraNode, uid: str) -> Path:
+    return node.root / "hook" / "vgpu" / "claims" / uid
+
+
+def test_a_corrupt_record_is_rebuilt_from_the_claims_own_files_and_nothing_stops_counting(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    _prepare(node, claim_json("b", share("gpu-1", 4000, 20, share_id="s-b")))
+    _prepare(node, claim_json("debug", share(share_id=None, admin_access=True)))
+    before = node.container.prepared().entries()
+    specs = {uid: node.spec(uid) for uid in before}
+    node.container.cdi_specs().remove("uid-b")  # a reboot empties /var/run/cdi, say
+    record = tmp_path / "state" / "dra-prepared.json"
+    record.write_text('{"version": 1, "node": "gpu-no')  # a damaged disk block
+
+    restarted = make_node(tmp_path)
+    restarted.container.preparer().restore()
+
+    assert restarted.container.prepared().entries() == before
+    assert {uid: restarted.spec(uid) for uid in before} == specs
+    assert _claim_dir(restarted, "uid-a").is_dir() and _claim_dir(restarted, "uid-b").is_dir()
+    assert [p.name.startswith("dra-prepared.json.corrupt-") for p in record.parent.iterdir()
+            if p != record] == [True]
+    refused = _prepare(restarted, claim_json("c", share(memory_mib=4000, cores=60, share_id="c")))
+    assert "20000" not in refused["uid-c"].error
+    assert "held (claim ml/a (prepared here))" in refused["uid-c"].error
+    again = make_node(tmp_path)  # the rebuilt record was saved: the next start reads it
+    assert again.container.prepared().entries() == before
+
+
+def test_a_missing_record_is_rebuilt_from_the_claims_own_files(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    before = node.container.prepared().entries()
+    (tmp_path / "state" / "dra-prepared.json").unlink()  # a state dir not kept, or a person
+
+    restarted = make_node(tmp_path)
+    restarted.container.preparer().restore()
+
+    assert restarted.container.prepared().entries() == before
+    assert restarted.spec("uid-a") is not None
+
+
+def test_a_corrupt_record_that_cannot_be_rebuilt_stops_preparing_and_removes_nothing(
+    node: DraNode, tmp_path: Path
+) -> None:
+    _prepare(node, claim_json("a", share(memory_mib=30000, cores=60)))
+    record = tmp_path / "state" / "dra-prepared.json"
+    record.write_text("not json")
+    (_claim_dir(node, "uid-a") / "claim.json").write_text("also not json")
+
+    restarted = make_node(tmp_path)
+    with pytest.raises(HostFileError) as raised:
+        restarted.container.preparer().restore()
+
+    message = str(raised.value)
+    assert f"prepared-claims record {record} does not read" in message
+    assert "claim uid uid-a: claim.json: not JSON" in message
+    assert record.read_text() == "not json"  # left where it is, for a person
+    assert restarted.spec("uid-a") is not None and _claim_dir(restarted, "uid-a").is_dir()
+    outcome = _prepare(restarted, claim_json("b", share("gpu-1", 1000, 10, share_id="b")))
+    assert outcome["uid-b"].error.startswith(f"prepared-claims record {record} does not read")

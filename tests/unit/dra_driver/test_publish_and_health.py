@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.unit.dra_driver.node import DRIVER, NODE, UUID_A, UUID_B, DraNode, make_node
-from vgpu.adapters.fake.dra_api import FakeDraApi
+from vgpu.adapters.fake.dra import FakeDraApi
 from vgpu.app.dra_driver.config import DraDriverConfig, load_config
 from vgpu.app.errors import ConfigError
 from vgpu.domain.dra import parse_resource_slice

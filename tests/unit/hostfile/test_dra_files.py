@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from vgpu.adapters.hostfile import CdiSpecFiles, ClaimDirs, PreparedStore, StaticCdiCatalog
+from vgpu.adapters.hostfile import (
+    CdiSpecFiles,
+    ClaimDirs,
+    PreparedStore,
+    StaticCdiCatalog,
+    cdi_specs,
+)
 from vgpu.ports.dra import HostFileError
 
 UID = "8c1f5a6e-3b1d-4c9e-9a61-2f0b7d5e4c11"
@@ -56,7 +62,7 @@ def test_a_uid_that_could_escape_the_directory_is_refused(tmp_path: Path) -> Non
     with pytest.raises(HostFileError, match="cannot name a CDI spec file"):
         CdiSpecFiles(tmp_path).write("../etc/passwd", SPEC)
     with pytest.raises(HostFileError, match="cannot name a host directory"):
-        ClaimDirs(tmp_path, tmp_path / "lock").prepare(UID, "../x", {})
+        ClaimDirs(tmp_path, tmp_path / "lock").prepare(UID, ["../x"], {})
 
 
 def test_removing_a_spec_twice_is_harmless_and_others_files_are_not_ours(tmp_path: Path) -> None:
@@ -82,6 +88,7 @@ def test_the_static_catalog_lists_the_devices_of_one_kind_from_json_and_yaml(tmp
     )
     (run / "other.json").write_text(json.dumps({"kind": "example.com/nic", "devices": [{"name": "eth0"}]}))
     (run / "broken.json").write_text("{not json")
+    (run / "odd.json").write_text(json.dumps({"kind": "nvidia.com/gpu", "devices": 5}))
     (run / "notes.txt").write_text("kind: nvidia.com/gpu")
 
     catalog = StaticCdiCatalog([etc, run, tmp_path / "missing"])
@@ -90,22 +97,61 @@ def test_the_static_catalog_lists_the_devices_of_one_kind_from_json_and_yaml(tmp
     assert catalog.device_names("example.com/nic") == {"eth0"}
 
 
+def test_the_static_catalog_reads_a_spec_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every Prepare asks; NVIDIA's spec is tens of KB of YAML, slow to parse each time
+    spec = tmp_path / "nvidia.yaml"
+    spec.write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n  - name: '0'\n")
+    parsed = []
+    real_load = cdi_specs.yaml.load
+
+    def load(*args: object, **kwargs: object) -> object:
+        parsed.append(args)
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cdi_specs.yaml, "load", load)
+    catalog = StaticCdiCatalog([tmp_path])
+
+    assert [catalog.device_names("nvidia.com/gpu") for _ in range(3)] == [{"0"}] * 3
+    assert len(parsed) == 1
+    spec.write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n  - name: '0'\n"
+                    "  - name: '1'\n")
+    assert catalog.device_names("nvidia.com/gpu") == {"0", "1"}
+    spec.unlink()
+    assert catalog.device_names("nvidia.com/gpu") == set()
+
+
 def test_claim_dirs_are_open_to_any_user_and_claim_json_sits_beside_them(tmp_path: Path) -> None:
     dirs = ClaimDirs(tmp_path, tmp_path / "lock")
 
-    share = dirs.prepare(UID, "share-1", {"claim": {"name": "c"}})
+    dirs.prepare(UID, ["share-1", "share-2"], {"claim": {"name": "c"}})
 
+    share = dirs.path(UID, "share-1")
     assert oct(os.stat(tmp_path / "lock").st_mode & 0o777) == "0o777"  # HAMi-core's lock dir
-    assert share == dirs.path(UID, "share-1") == str(tmp_path / "vgpu" / "claims" / UID / "share-1")
+    assert share == str(tmp_path / "vgpu" / "claims" / UID / "share-1")
     assert oct(os.stat(share).st_mode & 0o777) == "0o777"
+    assert oct(os.stat(dirs.path(UID, "share-2")).st_mode & 0o777) == "0o777"
     claim_json = tmp_path / "vgpu" / "claims" / UID / "claim.json"
     assert json.loads(claim_json.read_text()) == {"claim": {"name": "c"}}
+    assert dirs.read_info(UID) == claim_json.read_text()
     assert not (Path(share) / "claim.json").exists()  # the mounted dir holds no file we trust
     assert dirs.claim_uids() == [UID]
 
     dirs.remove(UID)
     dirs.remove(UID)
     assert dirs.claim_uids() == []
+    assert dirs.read_info(UID) is None
+
+
+def test_an_admin_claims_directory_holds_only_its_claim_json(tmp_path: Path) -> None:
+    dirs = ClaimDirs(tmp_path, tmp_path / "lock")
+
+    dirs.prepare(UID, [], {"claim": {"name": "debug"}})
+
+    assert os.listdir(tmp_path / "vgpu" / "claims" / UID) == ["claim.json"]
+    assert not (tmp_path / "lock").exists()  # no HAMi-core, no lock directory
+    assert dirs.claim_uids() == [UID]
 
 
 def test_the_prepared_record_saves_whole_and_damaged_bytes_still_read_as_text(tmp_path: Path) -> None:

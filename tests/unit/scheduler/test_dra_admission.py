@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from tests.unit.domain.builders import container, manifest
-from vgpu.adapters.fake.dra import FakeDraObjects
+from vgpu.adapters.fake.dra import FakeDraApi
 from vgpu.app.scheduler.dra_admission import ClusterCards, DraAdmission
 from vgpu.domain import AdmissionConfig, AdmissionDecision
 from vgpu.domain.dra import (
@@ -24,7 +24,7 @@ SLICE = resource_slice_json(
 )
 
 
-class Templates(FakeDraObjects):
+class Templates(FakeDraApi):
     """Templates in memory, with a create that fails as told, and counts of the calls."""
 
     def __init__(self, slices: list[dict[str, Any]] | None = None) -> None:

@@ -10,6 +10,7 @@ directory never sees half a spec.
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 STATIC_DIRS = ("/etc/cdi", "/var/run/cdi")
 _UID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SPEC_FILE_MODE = 0o644
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it
 
 
 class CdiSpecFiles:
@@ -87,22 +89,29 @@ class CdiSpecFiles:
 class StaticCdiCatalog:
     """Implements CdiCatalogPort over the spec files (JSON or YAML) in `directories`; a file
     that does not read is skipped (and logged once at debug level: other vendors' files are
-    none of our business)."""
+    none of our business). Every Prepare asks, and NVIDIA's spec is tens of KB of YAML: a file
+    is parsed again only when it changed (its inode, size or times)."""
 
     def __init__(self, directories: Iterable[str | Path] = STATIC_DIRS) -> None:
         self._dirs = [Path(d) for d in directories]
+        self._lock = threading.Lock()
+        self._read: dict[Path, tuple[tuple[int, ...], str | None, frozenset[str]]] = {}
 
     def device_names(self, kind: str) -> set[str]:
         names: set[str] = set()
-        for spec in self._specs():
-            if spec.get("kind") != kind:
-                continue
-            for device in spec.get("devices") or []:
-                if isinstance(device, dict) and isinstance(device.get("name"), str):
-                    names.add(device["name"])
+        seen = {}
+        with self._lock:
+            for file, stamp in self._files():
+                known = self._read.get(file)
+                if known is None or known[0] != stamp:
+                    known = (stamp, *_spec_devices(file))
+                seen[file] = known
+                if known[1] == kind:
+                    names |= known[2]
+            self._read = seen  # forget files that are gone
         return names
 
-    def _specs(self) -> Iterable[dict[str, Any]]:
+    def _files(self) -> Iterable[tuple[Path, tuple[int, ...]]]:
         for directory in self._dirs:
             try:
                 files = sorted(directory.iterdir())
@@ -112,9 +121,25 @@ class StaticCdiCatalog:
                 if file.suffix not in (".json", ".yaml", ".yml"):
                     continue
                 try:
-                    spec = yaml.safe_load(file.read_text(encoding="utf-8"))
-                except (OSError, ValueError, yaml.YAMLError) as exc:
-                    log.debug("skipping CDI spec %s: %s", file, exc)
+                    stat = file.stat()
+                except OSError:
                     continue
-                if isinstance(spec, dict):
-                    yield spec
+                yield file, (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _spec_devices(file: Path) -> tuple[str | None, frozenset[str]]:
+    """A spec file's kind and device names; (None, nothing) when it does not read."""
+    try:
+        spec = yaml.load(file.read_text(encoding="utf-8"), Loader=_LOADER)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        log.debug("skipping CDI spec %s: %s", file, exc)
+        return None, frozenset()
+    if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
+        return None, frozenset()
+    devices = spec.get("devices")
+    names = frozenset(
+        device["name"]
+        for device in (devices if isinstance(devices, list) else [])
+        if isinstance(device, dict) and isinstance(device.get("name"), str)
+    )
+    return spec["kind"], names

@@ -25,6 +25,7 @@ from vgpu.app.dra_driver.prepared import PreparedClaims
 from vgpu.app.dra_driver.service import DraDriverService
 from vgpu.app.dra_driver.slices import SlicePublisher
 from vgpu.app.dra_driver.sweeper import ClaimSweeper
+from vgpu.app.fake_mode import load_fake_dra
 from vgpu.app.node_agent import connection_settings, fake_node_cluster, make_gpu_port
 from vgpu.domain.dra import HamiCoreSetup
 from vgpu.domain.vendor import Vendor
@@ -55,12 +56,11 @@ def make_cluster(config: DraDriverConfig) -> ClusterPort:
 
 
 def make_dra_api(config: DraDriverConfig) -> DraApiPort:
-    """`resource.k8s.io/v1` on the API server; with `fake_cluster`, in memory."""
+    """`resource.k8s.io/v1` on the API server; with `fake_cluster`, in memory, starting with
+    the claims and pods that file lists."""
     if config.fake_cluster is not None:
-        from vgpu.adapters.fake.dra_api import FakeDraApi
-
         log.info("fake cluster: ResourceSlices and ResourceClaims are kept in memory")
-        return FakeDraApi()
+        return load_fake_dra(config.fake_cluster, with_pods=True)
     from vgpu.adapters.kubernetes.dra import KubernetesDraApi
 
     return KubernetesDraApi.connect(connection_settings(config))
@@ -150,7 +150,13 @@ class DraDriverContainer(containers.DeclarativeContainer):
         config.provided.publish_retry,
     )
     sweeper = providers.Singleton(
-        ClaimSweeper, dra_api, prepared, preparer, config.provided.sweep_interval
+        ClaimSweeper,
+        dra_api,
+        cluster,
+        config.provided.node_name,
+        prepared,
+        preparer,
+        config.provided.sweep_interval,
     )
     daemon = providers.Singleton(
         DraDriverDaemon,

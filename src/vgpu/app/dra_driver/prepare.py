@@ -24,23 +24,25 @@ unprepared already.
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 from vgpu.app.dra_driver.gpus import DraGpus
 from vgpu.app.dra_driver.ledger import DraNodeLedger
-from vgpu.app.dra_driver.prepared import PreparedClaims
+from vgpu.app.dra_driver.prepared import PreparedClaims, RecordCorrupt
 from vgpu.domain.dra import (
     ClaimRefused,
     DeviceShare,
     DraError,
     HamiCoreSetup,
     PreparedClaim,
+    PreparedRecordError,
     ResourceClaim,
     claim_shares,
     claim_spec,
     claims_beside,
-    consumer_json,
+    decode_claim_info,
+    encode_claim_info,
     over_capacity,
     parse_resource_claim,
 )
@@ -151,12 +153,21 @@ class ClaimPreparer:
     def restore(self) -> None:
         """After a (re)start: write again the specs and directories of recorded claims the node
         lost, and remove the specs and directories of claims not recorded (a Prepare that
-        crashed before its answer; the kubelet asks again). HostFileError when the record
-        cannot be read."""
+        crashed before its answer; the kubelet asks again). A record that does not read, or
+        is gone while claims' files are on the host, is first rebuilt from those files.
+        HostFileError when the record cannot be read, or cannot be rebuilt."""
         with self._lock:
-            recorded = self._prepared.entries()
+            try:
+                recorded = self._prepared.entries()
+            except RecordCorrupt as exc:
+                recorded = self._rebuild(str(exc))
+            else:
+                if self._prepared.missing and (self._dirs.claim_uids() or self._specs.claim_uids()):
+                    recorded = self._rebuild(
+                        f"prepared-claims record {self._prepared.location} is missing"
+                    )
             for uid, claim in recorded.items():
-                if self._specs.read(uid) != claim.spec:
+                if claim.spec and self._specs.read(uid) != claim.spec:
                     self._specs.write(uid, claim.spec)
                     log.info("wrote the CDI spec of prepared claim %s again", claim.key)
                 self._make_dirs(claim)
@@ -166,6 +177,47 @@ class ClaimPreparer:
             for uid in set(self._dirs.claim_uids()) - set(recorded):
                 log.info("removing claim directories of uid %s: not a prepared claim", uid)
                 self._dirs.remove(uid)
+
+    def _rebuild(self, why: str) -> dict[str, PreparedClaim]:
+        """The record read back from every claim's `claim.json` and CDI spec on the host, saved;
+        HostFileError (and nothing changed) when one of them cannot be read back, since a
+        claim left out would stop counting on its GPU."""
+        log.error("%s: rebuilding it from the prepared claims' own files", why)
+        index = {card.uuid: card.index for card in self._gpus.cards().values()}
+        claims, unread = [], []
+        for uid in sorted(set(self._dirs.claim_uids()) | set(self._specs.claim_uids())):
+            try:
+                text = self._dirs.read_info(uid)
+                if text is None:
+                    raise PreparedRecordError("claim.json: missing")
+                claim = decode_claim_info(uid, text, self._specs.read(uid) or {})
+            except (PreparedRecordError, HostFileError) as exc:
+                unread.append(f"claim uid {uid}: {exc}")
+                continue
+            if not claim.spec:
+                claim = replace(claim, spec=self._spec_again(claim, index))
+            claims.append(claim)
+            log.warning("prepared claim %s (uid %s) read back from its own files", claim.key, uid)
+        if unread:
+            raise HostFileError(
+                f"{why}, and rebuilding it from the prepared claims' own files failed "
+                f"({'; '.join(unread)}): nothing is prepared, as claims prepared before could "
+                f"not all be counted. Once those claims' pods have ended, remove their "
+                "directories and specs, or the record, and restart the driver"
+            )
+        self._prepared.rebuild(claims)
+        return {claim.uid: claim for claim in claims}
+
+    def _spec_again(self, claim: PreparedClaim, index: dict[str, int]) -> dict[str, object]:
+        """The CDI spec of a claim whose spec file was lost with the record, made again from
+        its shares ({} when one of its GPUs is gone from the node: nothing to write)."""
+        if any(s.uuid not in index for s in claim.shares):
+            return {}
+        dirs = {s.dir_name: self._dirs.path(claim.uid, s.dir_name) for s in claim.shares}
+        nvidia = {
+            s.uuid: ids[1] for s, ids in zip(claim.shares, claim.cdi_ids, strict=True) if ids[1:]
+        }
+        return claim_spec(claim.uid, claim.shares, self._setup, dirs, nvidia, index).spec
 
     # one claim -------------------------------------------------------------------------------
     def _outcome(self, ref: ClaimRef) -> ClaimOutcome:
@@ -183,11 +235,9 @@ class ClaimPreparer:
         claim = self._read(ref)
         cards = self._gpus.cards()
         shares = claim_shares(claim, self._driver, self._node, cards)
-        known = self._prepared.get(claim.uid)
-        if known is not None and known.shares == shares:
-            with self._lock:
-                if self._specs.read(claim.uid) != known.spec:
-                    self._specs.write(claim.uid, known.spec)
+        with self._lock:
+            known = self._prepared_before(claim.uid, shares)
+        if known is not None:
             return known
         for share in shares:
             problem = self._gpus.problem(share.device)
@@ -198,12 +248,29 @@ class ClaimPreparer:
         indexes = {card.uuid: card.index for card in cards.values()}
         nvidia = self._visibility.nvidia_ids(claim.key, shares, indexes)
         with self._lock:
+            # a call for the same claim may have prepared it while this one was checking
+            known = self._prepared_before(claim.uid, shares)
+            if known is not None:
+                return known
             problem = over_capacity(
                 claim.key, shares, by_uuid, self._ledger.holders(excluding_uid=claim.uid)
             )
             if problem:
                 raise ClaimRefused(problem)
-            return self._write(claim, shares, nvidia, fresh=known is None)
+            fresh = self._prepared.get(claim.uid) is None
+            return self._write(claim, shares, nvidia, indexes, fresh=fresh)
+
+    def _prepared_before(
+        self, uid: str, shares: tuple[DeviceShare, ...]
+    ) -> PreparedClaim | None:
+        """The claim as prepared before with these shares, its spec written again if it went
+        missing; None when it was not. Under the lock."""
+        known = self._prepared.get(uid)
+        if known is None or known.shares != shares:
+            return None
+        if known.spec and self._specs.read(uid) != known.spec:
+            self._specs.write(uid, known.spec)
+        return known
 
     def _read(self, ref: ClaimRef) -> ResourceClaim:
         manifest = self._api.get_claim(ref.namespace, ref.name)
@@ -252,11 +319,12 @@ class ClaimPreparer:
         claim: ResourceClaim,
         shares: tuple[DeviceShare, ...],
         nvidia: dict[str, str],
+        indexes: dict[str, int],
         *,
         fresh: bool,
     ) -> PreparedClaim:
         dirs = {s.dir_name: self._dirs.path(claim.uid, s.dir_name) for s in shares if not s.admin}
-        made = claim_spec(claim.uid, shares, self._setup, dirs, nvidia)
+        made = claim_spec(claim.uid, shares, self._setup, dirs, nvidia, indexes)
         prepared = PreparedClaim(
             claim.uid,
             claim.namespace,
@@ -285,10 +353,8 @@ class ClaimPreparer:
         return prepared
 
     def _make_dirs(self, claim: PreparedClaim) -> None:
-        info = _claim_info(claim, self._driver)
-        for share in claim.shares:
-            if not share.admin:
-                self._dirs.prepare(claim.uid, share.dir_name, info)
+        shares = [share.dir_name for share in claim.shares if not share.admin]
+        self._dirs.prepare(claim.uid, shares, encode_claim_info(claim, self._driver))
 
     def _undo(self, uid: str) -> None:
         for remove in (self._specs.remove, self._dirs.remove):
@@ -309,26 +375,3 @@ def _describe(share: DeviceShare) -> str:
     if share.admin:
         return f"{share.device} ({share.uuid}) with admin access, no limits"
     return f"{share.device} ({share.uuid}) {share.limit_mib} MiB, {share.cores}% cores"
-
-
-def _claim_info(claim: PreparedClaim, driver: str) -> dict[str, Any]:
-    """`claim.json`: whose the directories are, for `vgpu monitor`."""
-    return {
-        "driver": driver,
-        "claim": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
-        "shares": [
-            {
-                "directory": s.dir_name,
-                "request": s.request,
-                "device": s.device,
-                "shareID": s.share_id,
-                "uuid": s.uuid,
-                "memoryLimitMiB": s.limit_mib,
-                "cores": s.cores,
-            }
-            for s in claim.shares
-            if not s.admin
-        ],
-        "reservedFor": [consumer_json(c) for c in claim.consumers],
-        "preparedAt": claim.prepared_at,
-    }

@@ -4,11 +4,14 @@ An entry is saved (durably: see `vgpu.adapters.hostfile.atomic`) before the Prep
 leaves, and removed only by an Unprepare or once the claim is gone from the API. Reading the
 record at start:
 
-- no file: nothing was prepared yet;
-- a file that does not read (damaged, edited): it is moved aside (`.corrupt-<time>`, kept for a
-  person), an error is logged, and the driver starts from an empty record;
-- a file that cannot be read at all (permissions, I/O): nothing is prepared (HostFileError)
-  until it reads, since saving a new record would overwrite what the old one holds.
+- no file: nothing was prepared yet, unless claims' own files are on the host (`missing`:
+  the preparer then rebuilds the record from them);
+- a file that does not read (damaged, edited): RecordCorrupt, on every use, until the
+  preparer rebuilds the record from the claims' own files (`rebuild`; the file is then moved
+  aside, `.corrupt-<time>`, kept for a person). Starting from an empty record instead would
+  stop counting every claim prepared before;
+- a file that cannot be read at all (permissions, I/O): HostFileError, on every use, until
+  it reads, since saving a new record would overwrite what the old one holds.
 """
 
 import logging
@@ -21,9 +24,13 @@ from vgpu.domain.dra import (
     decode_prepared_record,
     encode_prepared_record,
 )
-from vgpu.ports.dra import PreparedStorePort
+from vgpu.ports.dra import HostFileError, PreparedStorePort
 
 log = logging.getLogger(__name__)
+
+
+class RecordCorrupt(HostFileError):
+    """The record's file does not read; the message names the file and what is wrong."""
 
 
 class PreparedClaims:
@@ -35,6 +42,7 @@ class PreparedClaims:
         self._driver = driver
         self._lock = threading.Lock()
         self._claims: dict[str, PreparedClaim] | None = None
+        self.missing = False  # the record had no file when it was read
         self.saves = 0
 
     @property
@@ -71,6 +79,18 @@ class PreparedClaims:
             self.saves += 1
             self._claims = updated
 
+    def rebuild(self, claims: list[PreparedClaim]) -> None:
+        """Make `claims` (read back from the claims' own files) the record, moving a file
+        that does not read aside first; HostFileError when that cannot be done."""
+        with self._lock:
+            if not self.missing:
+                log.error("prepared-claims record %s moved to %s", self._store.location,
+                          self._store.set_aside())
+            self._store.save(encode_prepared_record(self._node, self._driver, claims))
+            self.saves += 1
+            self._claims = {claim.uid: claim for claim in claims}
+            self.missing = False
+
     def _loaded(self) -> dict[str, PreparedClaim]:
         if self._claims is None:
             self._claims = self._read()
@@ -79,20 +99,14 @@ class PreparedClaims:
     def _read(self) -> dict[str, PreparedClaim]:
         text = self._store.load()
         if text is None:
+            self.missing = True
             return {}
         try:
             node, driver, claims = decode_prepared_record(text)
         except PreparedRecordError as exc:
-            aside = self._store.set_aside()
-            log.error(
-                "prepared-claims record %s does not read (%s); moved it to %s and starting "
-                "from an empty record: claims prepared before are no longer counted on this "
-                "node's GPUs until they are prepared again",
-                self._store.location,
-                exc,
-                aside,
-            )
-            return {}
+            raise RecordCorrupt(
+                f"prepared-claims record {self._store.location} does not read ({exc})"
+            ) from None
         if (node, driver) != (self._node, self._driver):
             log.warning(
                 "prepared-claims record %s was written for driver %s on node %s; this is %s on "

@@ -39,7 +39,8 @@ ResourceSlice, `slice_rules.py`); `node_device` (a GPU's device with the node's 
 container uses beside one (`pod_claims.py`); `over_capacity`, `shares_footprint`, `GpuHolder`,
 `device_plugin_holders` (the node's own count, `node_ledger.py`); and the record of prepared
 claims, `PreparedClaim`, `encode_prepared_record`, `decode_prepared_record`,
-`PreparedRecordError`, `consumer_json` (`prepared_record.py`).
+`encode_claim_info`, `decode_claim_info` (each claim's own `claim.json`, which a lost record
+is rebuilt from), `PreparedRecordError` (`prepared_record.py`).
 """
 
 from vgpu.domain.dra.admission import (
@@ -124,8 +125,9 @@ from vgpu.domain.dra.pod_claims import claims_beside
 from vgpu.domain.dra.prepared_record import (
     PreparedClaim,
     PreparedRecordError,
-    consumer_json,
+    decode_claim_info,
     decode_prepared_record,
+    encode_claim_info,
     encode_prepared_record,
 )
 from vgpu.domain.dra.read import parse_device_class, parse_resource_claim, parse_resource_slice
@@ -205,12 +207,13 @@ __all__ = [
     "claims_beside",
     "compile_selector",
     "consumed_quantity",
-    "consumer_json",
+    "decode_claim_info",
     "decode_prepared_record",
     "device_class_json",
     "device_json",
     "device_plugin_holders",
     "driver_version",
+    "encode_claim_info",
     "encode_prepared_record",
     "explain_claims",
     "gpu_device",

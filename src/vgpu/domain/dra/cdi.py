@@ -7,14 +7,19 @@ container's requests got; the runtime applies the spec's own edits once and each
 edits in turn (a later value of the same variable replaces an earlier one).
 
 - Each device's edits: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<MiB>m` and `CUDA_DEVICE_SM_LIMIT_<i>`
-  (HAMi-core's per-device limits; `i` is the device's position among the claim's devices, the
-  order the GPUs are made visible in), `CUDA_DEVICE_MEMORY_SHARED_CACHE` in the share's own
-  directory, mounted read-write at the same path: every container and pod using the share
-  accounts in one region, so the share's limit holds across them all.
+  (HAMi-core's per-device limits; `i` is the CUDA ordinal of the device's GPU in the
+  container: its position among the claim's GPUs in the node's index order, which is PCI bus
+  order, as `CUDA_DEVICE_ORDER=PCI_BUS_ID` makes CUDA number them),
+  `CUDA_DEVICE_MEMORY_SHARED_CACHE` in the share's own directory, mounted read-write at the
+  same path: every container and pod using the share accounts in one region, so the share's
+  limit holds across them all. Two shares of one GPU in one claim write the same `_<i>` (the
+  later one wins, with its own region): a container gets one of that GPU's shares, never
+  another GPU's.
 - The spec's edits: HAMi-core's library and `ld.so.preload` (read-only), the lock directory,
-  `CUDA_DEVICE_MEMORY_LIMIT` and `CUDA_DEVICE_SM_LIMIT` set to the smallest share of the claim
-  (HAMi-core's default for a GPU without a per-device value, so no visible GPU is ever left
-  unlimited), and, when the GPUs are made visible by environment, `NVIDIA_VISIBLE_DEVICES`.
+  `CUDA_DEVICE_ORDER`, `CUDA_DEVICE_MEMORY_LIMIT` and `CUDA_DEVICE_SM_LIMIT` set to the
+  smallest share of the claim (HAMi-core's default for a GPU without a per-device value, so no
+  visible GPU is ever left unlimited), and, when the GPUs are made visible by environment,
+  `NVIDIA_VISIBLE_DEVICES` in the same order.
 - The GPU itself: NVIDIA's own CDI device (`nvidia.com/gpu=<uuid or index>`, when NVIDIA's
   static spec defines one for every GPU of the claim) as a second CDI id of each device, else
   `NVIDIA_VISIBLE_DEVICES=<uuids>` for the NVIDIA container runtime.
@@ -74,10 +79,13 @@ def claim_spec(
     setup: HamiCoreSetup,
     share_dirs: Mapping[str, str],
     nvidia_ids: Mapping[str, str],
+    gpu_index: Mapping[str, int],
 ) -> ClaimSpec:
     """The spec of a claim's `shares`. `share_dirs`: each limited share's host directory by
-    `dir_name`; `nvidia_ids`: NVIDIA's CDI id by GPU uuid, where its static spec has one."""
-    uuids = list(dict.fromkeys(s.uuid for s in shares))
+    `dir_name`; `nvidia_ids`: NVIDIA's CDI id by GPU uuid, where its static spec has one;
+    `gpu_index`: each GPU's index on the node (NVML's, in PCI bus order) by uuid."""
+    uuids = sorted({s.uuid for s in shares}, key=lambda uuid: gpu_index[uuid])
+    ordinal = {uuid: i for i, uuid in enumerate(uuids)}
     by_cdi = all(u in nvidia_ids for u in uuids)
     limited = [s for s in shares if not s.admin]
     devices = []
@@ -88,9 +96,10 @@ def claim_spec(
         mounts = []
         if not share.admin:
             directory = share_dirs[share.dir_name]
+            gpu = ordinal[share.uuid]
             env += [
-                f"CUDA_DEVICE_MEMORY_LIMIT_{i}={share.limit_mib}m",
-                f"CUDA_DEVICE_SM_LIMIT_{i}={share.cores}",
+                f"CUDA_DEVICE_MEMORY_LIMIT_{gpu}={share.limit_mib}m",
+                f"CUDA_DEVICE_SM_LIMIT_{gpu}={share.cores}",
                 f"CUDA_DEVICE_MEMORY_SHARED_CACHE={directory}/{CACHE_FILE}",
             ]
             mounts.append(_mount(directory, directory, writable=True))
@@ -119,6 +128,7 @@ def _claim_edits(
     if limited:
         vgpu = f"{setup.hook_path}/vgpu"
         env += [
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID",  # the order `_<i>` follows, whatever the GPUs' speed
             f"CUDA_DEVICE_MEMORY_LIMIT={min(s.limit_mib for s in limited)}m",
             f"CUDA_DEVICE_SM_LIMIT={min(s.cores for s in limited)}",
         ]

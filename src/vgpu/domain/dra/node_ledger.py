@@ -12,6 +12,10 @@ What holds a card:
   their slices until they end.
 
 Admin-access shares hold nothing. Only memory and cores are bounded: DRA has no split count.
+Compute follows HAMi's two rules, which capacity alone cannot say: a share of 0 cores has no
+compute limit (it consumes no cores), so it never joins a GPU whose cores are all held; and a
+share of all the cores wants the GPU to itself (nothing else may hold it, as a 0-core share
+there would run unthrottled beside it).
 
 >>> card = GpuCard("GPU-a", 0, "NVIDIA A100", memory_mib=40960)
 >>> held = [GpuHolder("pod ml/old (device plugin)", {"GPU-a": Usage(1, 30000, 50)})]
@@ -82,13 +86,23 @@ def over_capacity(
                 held = held + holder.footprint[uuid]
                 names.append(holder.who)
         after = held + amount
-        if after.memory <= card.memory_mib and after.cores <= card.cores:
-            continue
         by = ", ".join(names) if names else "nothing"
-        device = next(s.device for s in shares if s.uuid == uuid)
-        return (
-            f"claim {claim}: GPU {uuid} ({device}) would be over capacity: the claim needs "
-            f"{amount.memory} MiB and {amount.cores}% cores, {held.memory} MiB and "
-            f"{held.cores}% are held ({by}), the GPU has {card.memory_mib} MiB and {card.cores}%"
-        )
+        gpu = f"GPU {uuid} ({next(s.device for s in shares if s.uuid == uuid)})"
+        if after.memory > card.memory_mib or after.cores > card.cores:
+            return (
+                f"claim {claim}: {gpu} would be over capacity: the claim needs "
+                f"{amount.memory} MiB and {amount.cores}% cores, {held.memory} MiB and "
+                f"{held.cores}% are held ({by}), the GPU has {card.memory_mib} MiB and "
+                f"{card.cores}%"
+            )
+        if amount.cores == 0 and card.cores > 0 and held.cores >= card.cores:
+            return (
+                f"claim {claim}: {gpu}: its compute is all held ({held.cores}% by {by}), and "
+                "a share with no compute limit (cores 0) would run beside it unthrottled"
+            )
+        if amount.cores >= card.cores and held.slices > 0:
+            return (
+                f"claim {claim}: {gpu}: the claim takes all its compute ({amount.cores}%), "
+                f"which needs the GPU to itself, and it is held ({by})"
+            )
     return None

@@ -14,6 +14,17 @@ directory is a tmpfs, emptied by a reboot) is written again.
 True
 >>> claim.footprint()
 {'GPU-a': Usage(slices=1, memory=4096, cores=30)}
+
+Each prepared claim also leaves `claim.json` in its own directory on the host (never mounted
+into a container): whose the directories are, for `vgpu monitor`, and everything the record
+holds of the claim but its spec (which is the claim's CDI spec file). A record that does not
+read, or is gone, is rebuilt from these files, so no prepared claim stops counting.
+
+>>> info = encode_claim_info(claim, "gpu.vgpu.io")
+>>> info["shares"][0]["directory"], info["shares"][0]["memoryLimitMiB"]
+('s1', 4096)
+>>> decode_claim_info("u1", json.dumps(info), claim.spec) == claim
+True
 """
 
 import json
@@ -85,31 +96,80 @@ def decode_prepared_record(text: str) -> tuple[str, str, list[PreparedClaim]]:
     return node, driver, [_claim(uid, entry) for uid, entry in claims.items()]
 
 
+def encode_claim_info(claim: PreparedClaim, driver: str) -> dict[str, Any]:
+    """`claim.json` of a prepared claim: its identity, its limited shares with their
+    directories (`shares`), its admin-access shares (`adminShares`, when it has them), the
+    pods it was reserved for and when it was prepared."""
+    paired = list(zip(claim.shares, claim.cdi_ids, strict=True))
+    info: dict[str, Any] = {
+        "driver": driver,
+        "claim": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
+        "shares": [
+            {"directory": s.dir_name, **_share_json(s, ids), "memoryLimitMiB": s.limit_mib}
+            for s, ids in paired
+            if not s.admin
+        ],
+        "reservedFor": [_consumer_json(c) for c in claim.consumers],
+        "preparedAt": claim.prepared_at,
+    }
+    admin = [_share_json(s, ids) for s, ids in paired if s.admin]
+    if admin:
+        info["adminShares"] = admin
+    return info
+
+
+def decode_claim_info(uid: str, text: str, spec: Mapping[str, Any]) -> PreparedClaim:
+    """The prepared claim a `claim.json` of the claim `uid` describes, with `spec` (its CDI
+    spec, {} when that is lost); PreparedRecordError names what is wrong."""
+    try:
+        info = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PreparedRecordError(f"claim.json: not JSON: {exc}") from None
+    claim = info.get("claim") if isinstance(info, dict) else None
+    if not isinstance(claim, dict) or claim.get("uid") != uid:
+        raise PreparedRecordError(f"claim.json: 'claim' is not the claim {uid}: {brief(claim)}")
+    shares, admin = info.get("shares"), info.get("adminShares", [])
+    if not isinstance(shares, list) or not isinstance(admin, list):
+        raise PreparedRecordError("claim.json: 'shares' and 'adminShares' must be lists")
+    entry = {
+        "namespace": claim.get("namespace"),
+        "name": claim.get("name"),
+        "shares": shares + admin,  # a claim never mixes the two
+        "spec": dict(spec),
+        "preparedAt": info.get("preparedAt", ""),
+        "reservedFor": info.get("reservedFor", []),
+    }
+    return _claim(uid, entry)
+
+
 def _claim_json(claim: PreparedClaim) -> dict[str, Any]:
     return {
         "namespace": claim.namespace,
         "name": claim.name,
         "shares": [
-            {
-                "request": s.request,
-                "pool": s.pool,
-                "device": s.device,
-                "shareID": s.share_id,
-                "uuid": s.uuid,
-                "memoryBytes": s.memory_bytes,
-                "cores": s.cores,
-                "admin": s.admin,
-                "cdiIDs": list(ids),
-            }
-            for s, ids in zip(claim.shares, claim.cdi_ids, strict=True)
+            _share_json(s, ids) for s, ids in zip(claim.shares, claim.cdi_ids, strict=True)
         ],
         "spec": dict(claim.spec),
         "preparedAt": claim.prepared_at,
-        "reservedFor": [consumer_json(c) for c in claim.consumers],
+        "reservedFor": [_consumer_json(c) for c in claim.consumers],
     }
 
 
-def consumer_json(consumer: ConsumerReference) -> dict[str, str]:
+def _share_json(share: DeviceShare, cdi_ids: Sequence[str]) -> dict[str, Any]:
+    return {
+        "request": share.request,
+        "pool": share.pool,
+        "device": share.device,
+        "shareID": share.share_id,
+        "uuid": share.uuid,
+        "memoryBytes": share.memory_bytes,
+        "cores": share.cores,
+        "admin": share.admin,
+        "cdiIDs": list(cdi_ids),
+    }
+
+
+def _consumer_json(consumer: ConsumerReference) -> dict[str, str]:
     """A `reservedFor` entry as the API writes it."""
     out = {"resource": consumer.resource, "name": consumer.name, "uid": consumer.uid}
     if consumer.api_group:
