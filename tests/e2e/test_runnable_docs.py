@@ -157,7 +157,7 @@ def run(example: Example, home: Path) -> list[list[str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=60,
+        timeout=180,  # generous: a loaded machine starts the processes slowly
     )
     chunks = done.stdout.split(f"{SEPARATOR}\n")[1:]
     return [chunk.rstrip("\n").splitlines() for chunk in chunks]
