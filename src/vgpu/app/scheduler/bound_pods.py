@@ -12,6 +12,7 @@ import logging
 from vgpu.app.scheduler.occupancy import Held, OccupancyBook
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import DomainError, Pod, PodGrants, Vendor
+from vgpu.domain.errors import brief
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION
 from vgpu.domain.trust import (
@@ -156,7 +157,7 @@ class BoundPods:
                 pod.key,
                 pod.node_name,
                 change,
-                counted.allocated,
+                brief(counted.allocated, 200),  # a tenant's, for a pod it bound itself
             )
 
 
