@@ -4,10 +4,11 @@ A value no template reads is a setting that silently does nothing. For each key 
 values.yaml: set to another value (a flipped flag, a number one higher, another enum member,
 an example for lists and maps), the chart must render differently, on one of a few bases that
 turn on the parts a key may depend on (secure metrics, the NetworkPolicy, NodePort Services
-handed over from HAMi, ...). And in every such rendering the scheduler, the device plugin and
-the monitor must load their settings from what their containers get (arguments, environment,
-the ConfigMaps mounted), with their own command-line parsers and loaders: a value rendered
-into a flag or a setting file key that a process does not take stops it at start.
+handed over from HAMi, the DRA mode where the chart has one, ...). And in every such rendering
+the scheduler, the device plugin, the monitor and the DRA driver must load their settings from
+what their containers get (arguments, environment, the ConfigMaps mounted), with their own
+command-line parsers and loaders: a value rendered into a flag or a settings key that a
+process does not take stops it at start.
 """
 
 import argparse
@@ -24,6 +25,8 @@ from tests.e2e.deploy.render import CHART, NAMESPACE, helm, template_args
 from vgpu.app import cli
 from vgpu.app.device_plugin import cli as plugin_cli
 from vgpu.app.device_plugin.config import load_config as load_plugin
+from vgpu.app.dra_driver import cli as dra_driver_cli
+from vgpu.app.dra_driver.config import load_config as load_dra_driver
 from vgpu.app.monitor import cli as monitor_cli
 from vgpu.app.monitor.config import load_config as load_monitor
 from vgpu.app.node_agent import NODE_AGENT_FLAGS
@@ -47,6 +50,9 @@ ON = {
     "scheduler.replicas": 2,
 }
 BASES = {"default": {}, "parts on": ON, "HAMi gone": {**ON, "takeover.hamiInstalled": False}}
+VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+if "dra" in VALUES:  # the chart's DRA mode: the keys under dra act only with it on
+    BASES["DRA on"] = {**ON, "dra.enabled": True}
 # keys whose other value must be one the schema takes (an enum member, a pattern, an object)
 OTHER = {
     "image.pullPolicy": "Always",
@@ -82,6 +88,10 @@ OTHER = {
     "scheduler.admissionWebhook.objectSelector.matchExpressions": [
         {"key": "a", "operator": "Exists"}
     ],
+    "dra.extendedResourceName": "example.com/gpu",
+    "dra.gpuVisibility": "cdi",
+    "dra.webhook.namespaces": "all",
+    "dra.extraArgs": ["--debug"],
 }
 FIELD_REFS = {"spec.nodeName": "gpu-1", "metadata.namespace": NAMESPACE, "metadata.name": "pod-0"}
 
@@ -94,7 +104,7 @@ def value_keys(node: Any, above: tuple[str, ...] = ()) -> Iterator[tuple[tuple[s
         yield above, node
 
 
-KEYS = dict(value_keys(yaml.safe_load((CHART / "values.yaml").read_text())))
+KEYS = dict(value_keys(VALUES))
 
 
 def other_value(path: tuple[str, ...], value: Any) -> Any:
@@ -154,6 +164,7 @@ PROCESSES: dict[str, Load] = {
     "scheduler": lambda args, env: load_scheduler(args.config, env, scheduler_cli._overrides(args)),
     "device-plugin": _node_agent(load_plugin, plugin_cli._FLAGS),
     "monitor": _node_agent(load_monitor, monitor_cli._FLAGS),
+    "dra-driver": _node_agent(load_dra_driver, dra_driver_cli._FLAGS),
 }
 
 
