@@ -1,5 +1,5 @@
 """Grants that fill a node's occupancy record to a byte, for the tests of what happens when it
-has no room left (issue 26): a tenant's pods bound to the node by the tenant itself, whose
+has no room left: a tenant's pods bound to the node by the tenant itself, whose
 device lists name cards no node has, padded so that their entries take what is asked for.
 
 filler_item_bytes(33, room=60)  -> the length each of 33 entries needs to leave 60 bytes

@@ -4,10 +4,15 @@ As controller-runtime's secure metrics serving does, a scrape must carry a beare
 server says whose it is (TokenReview) and whether that identity may `get` the non-resource URL
 `/metrics` (SubjectAccessReview), which RBAC grants with a ClusterRole rule
 `nonResourceURLs: ["/metrics"], verbs: ["get"]`. Answers are kept briefly so that a scrape every
-few seconds costs no API call: an accepted token or an allowed identity for a minute, a refusal
-for ten seconds (so a binding just added takes effect soon). A review the API server cannot
-answer is never kept: the scrape gets 503 with the reason, and the reason is logged once until it
-changes.
+few seconds costs no API call: an accepted token or an allowed identity for a minute (so a token
+revoked, or a binding removed, still reads the metrics for up to a minute), a refusal for ten
+seconds (so a binding just added takes effect soon). Refusals are kept apart from acceptances,
+so made-up tokens cannot push Prometheus's answer out. A review the API server cannot answer is
+never kept: the scrape gets 503 with the reason, and the reason is logged once until it changes.
+
+Whoever reaches the port can send made-up tokens, each a TokenReview: at most `MAX_REVIEWS` are
+under way at once, and a scrape that would need one more gets 503 at once (a scrape whose answer
+is kept needs none), so a flood of them neither piles up threads nor floods the API server.
 
 `check` gives None when the scrape may go on, else the refusal to send: 401 without a token or
 with one the API server does not accept, 403 when the identity may not get `/metrics`.
@@ -18,7 +23,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -37,6 +43,7 @@ VERB = "get"
 ACCEPTED_TTL = 60.0
 REFUSED_TTL = 10.0
 MAX_ENTRIES = 1024
+MAX_REVIEWS = 4  # API reviews under way at once, over every scrape
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="vgpu metrics"'}
 
 K = TypeVar("K", bound=Hashable)
@@ -60,8 +67,10 @@ class MetricsGuard:
         self, reviews: AccessReviewPort, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._reviews = reviews
-        self._tokens: _Expiring[str, TokenVerdict] = _Expiring(clock)
+        self._accepted: _Expiring[str, TokenVerdict] = _Expiring(clock)
+        self._refused: _Expiring[str, TokenVerdict] = _Expiring(clock)
         self._access: _Expiring[Identity, AccessVerdict] = _Expiring(clock)
+        self._reviewing = threading.BoundedSemaphore(MAX_REVIEWS)
         self._fault = ""
         self._fault_lock = threading.Lock()
 
@@ -90,6 +99,13 @@ class MetricsGuard:
                 f"cannot check who may read {PATH} now: {exc}; the scrape can be tried again",
                 {"Retry-After": "10"},
             )
+        except _Busy:
+            return Refusal(
+                503,
+                f"too many {PATH} scrapes are being checked with the API server at once "
+                f"({MAX_REVIEWS}); the scrape can be tried again",
+                {"Retry-After": "1"},
+            )
         self._report("")
         if not verdict.allowed:
             why = f" ({verdict.reason})" if verdict.reason else ""
@@ -102,18 +118,33 @@ class MetricsGuard:
 
     def _token(self, token: str) -> TokenVerdict:
         key = hashlib.sha256(token.encode()).hexdigest()  # the cache never holds a token
-        found = self._tokens.get(key)
+        found = self._accepted.get(key) or self._refused.get(key)
         if found is None:
-            found = self._reviews.review_token(token)
-            self._tokens.put(key, found, ACCEPTED_TTL if found.identity else REFUSED_TTL)
+            with self._review():
+                found = self._reviews.review_token(token)
+            if found.identity:
+                self._accepted.put(key, found, ACCEPTED_TTL)
+            else:
+                self._refused.put(key, found, REFUSED_TTL)
         return found
 
     def _allowed(self, identity: Identity) -> AccessVerdict:
         found = self._access.get(identity)
         if found is None:
-            found = self._reviews.review_access(identity, VERB, PATH)
+            with self._review():
+                found = self._reviews.review_access(identity, VERB, PATH)
             self._access.put(identity, found, ACCEPTED_TTL if found.allowed else REFUSED_TTL)
         return found
+
+    @contextmanager
+    def _review(self) -> Iterator[None]:
+        """A place among the reviews under way; _Busy when all `MAX_REVIEWS` are taken."""
+        if not self._reviewing.acquire(blocking=False):
+            raise _Busy
+        try:
+            yield
+        finally:
+            self._reviewing.release()
 
     def _report(self, fault: str) -> None:
         with self._fault_lock:
@@ -124,6 +155,10 @@ class MetricsGuard:
             log.error("%s cannot be authorised: %s", PATH, fault)
         else:
             log.info("%s scrapes are authorised again", PATH)
+
+
+class _Busy(Exception):
+    """Every place for a review is taken."""
 
 
 class _Expiring(Generic[K, V]):

@@ -1,8 +1,8 @@
-"""Issue 26, the migration path: vgpu installed beside HAMi with HAMi's values takes nothing
+"""The migration path from HAMi: vgpu installed beside HAMi with HAMi's values takes nothing
 HAMi's chart holds (objects, node ports, Leases, Secrets, RuntimeClass), refuses the settings
 that would make the two clash, trusts HAMi's service accounts by the names HAMi's chart gives
-them, and the `helm` commands of docs/migrate-from-hami.md, run in order as Helm merges them,
-install and upgrade cleanly and do what the guide says they do."""
+them, and the `helm` commands of docs/migrate-from-hami.md, run in order by the helm binary
+(`helm_history`), install and upgrade cleanly and do what the guide says they do."""
 
 import re
 import shlex
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.deploy.helm_history import Release, helm_history, objects
 from tests.e2e.deploy.render import (
     DEVICE_PLUGIN,
     HAMI_VALUES,
@@ -93,46 +94,6 @@ def guide_commands(*, back: bool = False) -> list[tuple[str, list[str]]]:
     return found
 
 
-def key_path(key: str) -> list[str]:
-    """`a.b\\.c` -> [a, b.c], as Helm's --set reads a key."""
-    return [part.replace("\0", ".") for part in key.replace("\\.", "\0").split(".")]
-
-
-def set_value(values: dict[str, Any], key: str, raw: str, *, string: bool) -> None:
-    node = values
-    *parents, last = key_path(key)
-    for part in parents:
-        node = node.setdefault(part, {})
-    if string:
-        node[last] = raw
-    elif raw == "null":
-        node[last] = None
-    elif raw in ("true", "false"):
-        node[last] = raw == "true"
-    elif raw.isdigit():
-        node[last] = int(raw)
-    else:
-        node[last] = raw
-
-
-def given_values(argv: list[str], files: dict[str, Path]) -> dict[str, Any]:
-    """The values one command gives: its files merged in order, then --set, then --set-string
-    (Helm's order, whatever the command line's)."""
-    values: dict[str, Any] = {}
-    sets: dict[str, list[str]] = {"--set": [], "--set-string": []}
-    words = iter(argv)
-    for word in words:
-        if word in ("-f", "--values"):
-            values = overlay(values, yaml.safe_load(files[next(words)].read_text()))
-        elif word in sets:
-            sets[word].append(next(words))
-    for flag, string in (("--set", False), ("--set-string", True)):
-        for item in sets[flag]:
-            key, _, raw = item.partition("=")
-            set_value(values, key, raw, string=string)
-    return values
-
-
 def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in top.items():
@@ -140,34 +101,6 @@ def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         both = isinstance(below, dict) and isinstance(value, dict)
         merged[key] = overlay(below, value) if both else value  # type: ignore[arg-type]
     return merged
-
-
-def reuse(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-    """`--reuse-values`: the release's values under the new ones; a new null removes the key
-    (Helm's CoalesceTables of the new values over the release's)."""
-    merged = dict(new)
-    for key, value in old.items():
-        if key in merged and merged[key] is None:
-            del merged[key]
-        elif key not in merged:
-            merged[key] = value
-        elif isinstance(merged[key], dict) and isinstance(value, dict):
-            merged[key] = reuse(merged[key], value)
-    return merged
-
-
-def guide_releases(hami_values: Path, tmp_path: Path) -> list[tuple[str, Path]]:
-    """(section, values file of the release after that command) for each vgpu command of the
-    guide, `hami-values.yaml` being `hami_values`."""
-    config: dict[str, Any] = {}
-    releases = []
-    for n, (heading, argv) in enumerate(guide_commands()):
-        given = given_values(argv, {"hami-values.yaml": hami_values})
-        config = reuse(given, config) if "--reuse-values" in argv else given
-        path = tmp_path / f"release-{n}.yaml"
-        path.write_text(yaml.safe_dump(config))
-        releases.append((heading, path))
-    return releases
 
 
 def hami_values_file(tmp_path: Path, *files: Path) -> Path:
@@ -298,10 +231,19 @@ def test_hami_s_service_accounts_are_named_as_hami_s_chart_names_them(
 def test_the_guide_s_commands_install_and_upgrade_cleanly_and_do_what_it_says(
     tmp_path: Path,
 ) -> None:
-    hami_values = hami_values_file(tmp_path, HAMI_VALUES, OPERATOR_OVERRIDES)
-    releases = guide_releases(hami_values, tmp_path)
+    files = {"hami-values.yaml": hami_values_file(tmp_path, HAMI_VALUES, OPERATOR_OVERRIDES)}
+    releases: list[tuple[str, Release]] = []
+    with helm_history(tmp_path) as history:
+        current = None
+        for heading, argv in guide_commands():
+            current = history.run(argv, files, current)
+            releases.append((heading, current))
+        # step 4's way back, from the release step 4 made
+        [(back_heading, back_argv)] = guide_commands(back=True)
+        back = history.run(back_argv, files, releases[2][1])
+    assert back_heading.startswith("4.")
     assert [heading.split(".")[0] for heading, _ in releases] == ["1", "2", "4", "5", "5"]
-    rendered = [template(path, namespace=HAMI_NAMESPACE) for _, path in releases]
+    rendered = [objects(release) for _, release in releases]
 
     def plugin_selector(objects: list[dict[str, Any]]) -> dict[str, str]:
         selector: dict[str, str] = one(objects, "DaemonSet", DEVICE_PLUGIN)["spec"][
@@ -324,18 +266,14 @@ def test_the_guide_s_commands_install_and_upgrade_cleanly_and_do_what_it_says(
     assert pinned_node_ports(hami_gone) == {31992, 31993, 31998}
     assert config(takeover_off)["takeover"]["from_hami"] is False
     assert plugin_selector(takeover_off) == {"vgpu.io/device-plugin": "on"}
-    assert plugin_selector(selector_back) == {"gpu": "on"}  # replaced, not merged
-    # step 4's way back frees HAMi's node ports for HAMi's chart again
-    [(heading, argv)] = guide_commands(back=True)
-    assert heading.startswith("4.") and "--reuse-values" in argv
-    back = tmp_path / "back.yaml"
-    back.write_text(yaml.safe_dump(reuse(given_values(argv, {}), yaml.safe_load(
-        releases[2][1].read_text()))))
-    assert pinned_node_ports(template(back, namespace=HAMI_NAMESPACE)) == set()
-    webhook_off = " ".join(notes(releases[0][1]).split())
+    # replaced on the first try, not merged: the guide then removes vgpu.io/device-plugin
+    assert plugin_selector(selector_back) == {"gpu": "on"}
+    assert plugin_selector(objects(back)) == {"vgpu.io/device-plugin": "on"}
+    assert pinned_node_ports(objects(back)) == set()  # HAMi's node ports free for its chart
+    webhook_off = " ".join(releases[0][1]["info"]["notes"].split())
     assert "schedulerName vgpu-scheduler from the webhook" not in webhook_off
     assert "The webhook is off (scheduler.admissionWebhook.enabled=false)" in webhook_off
-    assert "schedulerName vgpu-scheduler from the webhook" in notes(releases[1][1])
+    assert "schedulerName vgpu-scheduler from the webhook" in releases[1][1]["info"]["notes"]
 
 
 def test_the_guide_takes_all_of_hami_s_values_and_names_every_leftover() -> None:

@@ -1,4 +1,4 @@
-"""Issue 26, the chart's GPU-node pods: every host path the device plugin writes and another
+"""The chart's GPU-node pods: every host path the device plugin writes and another
 part reads comes from global.gpuHookPath; the plugin and the monitor go where NVIDIA's charts
 let an operator put them (affinity, extra tolerations, security contexts such as SELinux's
 spc_t); the HAMi-core init container has requests and limits; the device plugin's own-node

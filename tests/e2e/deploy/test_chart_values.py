@@ -1,4 +1,4 @@
-"""Issue 26, values that silently did nothing: a key the chart does not know stops the install
+"""Values that would silently do nothing: a key the chart does not know stops the install
 and names the nearest known key; every key of vgpu's values.yaml is described by
 values.schema.json, from which known-values.yaml (the check's list) is generated; and HAMi's
 values files of every release from v2.4.0 to v2.10.0 still install as they are."""

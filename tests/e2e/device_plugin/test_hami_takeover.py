@@ -1,5 +1,5 @@
-"""Issue 26, item 14: vgpu installed on a node HAMi runs, on the default settings (no takeover
-flag), against the API emulator and a kubelet over real sockets.
+"""vgpu installed on a node HAMi runs, on the default settings (no takeover flag), against the
+API emulator and a kubelet over real sockets.
 
 HAMi's scheduler placed two pods (its annotations, unsigned) and HAMi's device plugin served
 them (the kubelet's checkpoint records it). Then HAMi's plugin leaves the node, and vgpu's

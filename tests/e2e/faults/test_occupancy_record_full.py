@@ -1,4 +1,4 @@
-"""Issue 26, item 13: a tenant cannot make the occupancy record forget a pod, against a real
+"""A tenant cannot make the occupancy record forget a pod, against a real
 `vgpu scheduler` process killed with SIGKILL and started again.
 
 The tenant owns pods but not Nodes. With no admission policy (the emulator has none) it can

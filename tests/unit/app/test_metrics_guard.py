@@ -2,13 +2,21 @@
 briefly, and an API server that cannot answer is a 503 with the reason."""
 
 import logging
+import threading
 
 import pytest
 
 from tests.unit.device_plugin.test_session import Clock
 from vgpu.adapters.fake.access_review import FakeAccessReview
-from vgpu.app.metrics_guard import ACCEPTED_TTL, REFUSED_TTL, MetricsGuard
-from vgpu.ports.access_review import Identity
+from vgpu.app.metrics_guard import (
+    ACCEPTED_TTL,
+    MAX_ENTRIES,
+    MAX_REVIEWS,
+    REFUSED_TTL,
+    MetricsGuard,
+    Refusal,
+)
+from vgpu.ports.access_review import Identity, TokenVerdict
 
 PROMETHEUS = Identity("system:serviceaccount:monitoring:prometheus", "u-1", ("system:authenticated",))
 TENANT = Identity("system:serviceaccount:team-a:default", "u-2")
@@ -104,3 +112,64 @@ def test_an_api_server_that_cannot_answer_is_503_logged_once_and_never_kept(
         "/metrics cannot be authorised: TokenReview failed: the fake API server is down",
         "/metrics scrapes are authorised again",
     ]
+
+
+class _HeldReviews(FakeAccessReview):
+    """Token reviews that wait for `release`, counting how many are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__({"prom-token": PROMETHEUS}, [(PROMETHEUS.username, "get", "/metrics")])
+        self.release = threading.Event()
+        self.under_way = 0
+        self.most = 0
+        self.changed = threading.Condition()
+
+    def review_token(self, token: str) -> TokenVerdict:
+        with self.changed:
+            self.under_way += 1
+            self.most = max(self.most, self.under_way)
+            self.changed.notify_all()
+        try:
+            self.release.wait()
+            return super().review_token(token)
+        finally:
+            with self.changed:
+                self.under_way -= 1
+
+
+def test_made_up_tokens_get_at_most_a_few_reviews_at_once_and_503_past_them() -> None:
+    reviews = _HeldReviews()
+    guard = MetricsGuard(reviews, Clock())
+    reviews.release.set()
+    assert guard.check("Bearer prom-token") is None  # Prometheus's answer is kept
+    reviews.release.clear()
+    answers: list[Refusal | None] = []
+    threads = [
+        threading.Thread(target=lambda i=i: answers.append(guard.check(f"Bearer made-up-{i}")))
+        for i in range(MAX_REVIEWS)
+    ]
+    for thread in threads:
+        thread.start()
+    with reviews.changed:
+        assert reviews.changed.wait_for(lambda: reviews.under_way == MAX_REVIEWS, timeout=10)
+
+    past = guard.check("Bearer made-up-past")
+    kept = guard.check("Bearer prom-token")  # needs no review: answered at once
+    reviews.release.set()
+    for thread in threads:
+        thread.join()
+
+    assert past is not None and past.status == 503 and past.headers["Retry-After"] == "1"
+    assert "too many /metrics scrapes are being checked" in past.message
+    assert kept is None and reviews.most == MAX_REVIEWS
+    assert [a.status for a in answers if a is not None] == [401] * MAX_REVIEWS
+
+
+def test_refused_tokens_never_push_an_accepted_one_out_of_the_cache() -> None:
+    guard, reviews, _ = _guard()
+    assert guard.check("Bearer prom-token") is None
+    for i in range(2 * MAX_ENTRIES):
+        assert guard.check(f"Bearer made-up-{i}") is not None
+    before = reviews.token_reviews
+    assert guard.check("Bearer prom-token") is None
+    assert reviews.token_reviews == before

@@ -53,12 +53,22 @@ def test_strict_grant_refuses_to_over_commit_and_changes_nothing() -> None:
 def test_unknown_node_or_card_is_reported_and_kept() -> None:
     ledger = ledger_with_a40()
     problems = ledger.grant("ns/p", "n", ((grant("GPU-gone", 100),),))
-    assert problems == ["pod ns/p: card GPU-gone is not on node n; its grant is kept"]
+    assert problems == ["pod ns/p: card 'GPU-gone' is not on node n; its grant is kept"]
     assert ledger.grant("ns/q", "elsewhere", ((grant(A, 1),),))[0].startswith(
         "pod ns/q: node elsewhere"
     )
     ledger.set_node("elsewhere", a40_cards())
     assert ledger.usage("elsewhere", A) == Usage(1, 1, 0)
+
+
+def test_cards_a_node_lacks_are_named_in_one_line_each_id_cut_short() -> None:
+    ledger = ledger_with_a40()
+    tenant_ids = [f"GPU-{i}-" + "x" * 5000 for i in range(1000)]
+    grants = tuple((grant(uuid, 1),) for uuid in tenant_ids)
+    [problem] = ledger.grant("ns/p", "n", grants)
+    assert problem.startswith("pod ns/p: cards 'GPU-0-xxx") and len(problem) < 600
+    assert "(5008 characters)" in problem and "and 997 more are not on node n" in problem
+    assert ledger.allocation("ns/p") is not None  # kept all the same
 
 
 def test_replacing_a_nodes_cards_keeps_usage_of_cards_that_stay() -> None:

@@ -1,6 +1,7 @@
 """The occupancy record on a Node: its text, its bounds, what a bad one does, and how a write
 changes it. Every field of an entry comes from a pod's annotations, which a tenant can write
-(issue 26): none reaches the record unparsed or unbounded."""
+(their namespace and name, `hami.io/vgpu-time`, the device list, the MIG reservations): none
+reaches the record unparsed or unbounded."""
 
 import doctest
 import json
@@ -13,6 +14,7 @@ from vgpu.domain.trust import (
     MAX_ENTRY_BYTES,
     GrantClaim,
     OccupancyEntry,
+    OverflowName,
     decode_occupancy_record,
     occupancy_record,
     updated_occupancy_record,
@@ -26,6 +28,10 @@ B = OccupancyEntry("team/b", "1750000001", "GPU-1,NVIDIA,2000,0:;", '[{"containe
 def entry_of(pod: str = "default/t", time: str = "1750000000", allocated: str = "", mig: str = "") -> OccupancyEntry:
     claim = GrantClaim("u", "n1", time, allocated or "GPU-0,NVIDIA,100,0:;", mig)
     return OccupancyEntry.of(pod, claim)
+
+
+def named(entry: OccupancyEntry) -> OverflowName:
+    return OverflowName.of(entry)
 
 
 def test_entries_read_back_as_written_and_give_the_grant_claim_back() -> None:
@@ -52,11 +58,12 @@ def test_the_same_entries_always_give_the_same_text() -> None:
 
 @given(
     st.dictionaries(st.text(min_size=1), st.tuples(st.text(min_size=1), st.text(), st.text())),
-    st.dictionaries(st.text(min_size=1), st.text(min_size=1)),
+    st.dictionaries(st.text(min_size=1), st.tuples(st.text(min_size=1), st.booleans())),
 )
 def test_the_text_is_json_with_sorted_keys_and_no_spaces(
-    pods: dict[str, tuple[str, str, str]], overflow: dict[str, str]
+    pods: dict[str, tuple[str, str, str]], names: dict[str, tuple[str, bool]]
 ) -> None:
+    overflow = {uid: OverflowName(pod, "d" * 32 if digest else "") for uid, (pod, digest) in names.items()}
     entries = {uid: OccupancyEntry(pod, "1750000000", allocated, mig) for uid, (pod, allocated, mig) in pods.items()}
     document: dict[str, object] = {
         "v": 2,
@@ -67,7 +74,9 @@ def test_the_text_is_json_with_sorted_keys_and_no_spaces(
         },
     }
     if overflow:
-        document["overflow"] = overflow
+        document["overflow"] = {
+            uid: {"pod": n.pod, "grant": n.grant} if n.grant else n.pod for uid, n in overflow.items()
+        }
     expected = json.dumps(document, separators=(",", ":"), sort_keys=True)
     assert encode_occupancy_record(entries, overflow) == expected
 
@@ -159,17 +168,33 @@ def test_a_version_1_record_reads_and_its_huge_time_is_left_out() -> None:
 
 
 def test_the_overflow_reads_back_and_a_pod_with_an_entry_is_not_in_it() -> None:
+    digest = B.digest
     text = json.dumps(
         {
             "v": 2,
             "pods": {"ua": {"pod": "default/a", "allocated": A.allocated}},
-            "overflow": {"ua": "default/a", "ub": "team/b", "uc": 7, "": "default/x"},
+            "overflow": {
+                "ua": {"pod": "default/a", "grant": A.digest},
+                "ub": {"pod": "team/b", "grant": digest},
+                "uc": 7,
+                "": "default/x",
+                "ud": {"pod": "team/d", "grant": "short"},
+                "ue": "team/e",  # as written before digests were kept: matches no annotations
+            },
         }
     )
     record = decode_occupancy_record(text)
-    assert record.overflow == {"ub": "team/b"}
-    assert len(record.problems) == 2
+    assert record.overflow == {"ub": OverflowName("team/b", digest), "ue": OverflowName("team/e")}
+    assert len(record.problems) == 3
     assert decode_occupancy_record('{"v":2,"pods":{},"overflow":[]}').problems
+
+
+def test_a_name_in_the_overflow_keeps_a_digest_only_the_same_grant_has() -> None:
+    edited = OccupancyEntry(B.pod, B.assigned_time, "GPU-1,NVIDIA,1,0:;", B.mig_reservations)
+    retimed = OccupancyEntry(B.pod, "1750000002", B.allocated, B.mig_reservations)
+    assert len(B.digest) == 32 and int(B.digest, 16) >= 0
+    assert OccupancyEntry(B.pod, B.assigned_time, B.allocated, B.mig_reservations).digest == B.digest
+    assert len({B.digest, edited.digest, retimed.digest, A.digest}) == 4
 
 
 @given(st.text(max_size=300))
@@ -178,7 +203,7 @@ def test_any_text_decodes_without_raising(text: str) -> None:
 
 
 def test_a_write_adds_entries_and_drops_those_of_ended_pods() -> None:
-    before = encode_occupancy_record({"ua": A}, {"ux": "default/x"})
+    before = encode_occupancy_record({"ua": A}, {"ux": OverflowName("default/x", A.digest)})
     change = updated_occupancy_record(before, {"ub": B}, drop={"ua", "ux"})
 
     assert change.text is not None
@@ -200,7 +225,7 @@ def test_a_record_that_does_not_read_is_replaced_by_the_entries_written() -> Non
 
 
 def test_an_entry_of_a_pod_named_in_the_overflow_takes_it_out_of_there() -> None:
-    change = updated_occupancy_record(encode_occupancy_record({}, {"ua": "default/a"}), {"ua": A})
+    change = updated_occupancy_record(encode_occupancy_record({}, {"ua": named(A)}), {"ua": A})
     assert change.text == encode_occupancy_record({"ua": A})
 
 
@@ -214,8 +239,9 @@ def test_an_entry_over_its_bound_is_named_in_the_overflow_not_copied(field: str)
     change = updated_occupancy_record(encode_occupancy_record({"ua": A}), {"ut": entry})
 
     assert change.text is not None and hostile not in change.text
-    assert change.entries == {"ua": A} and change.overflow == {"ut": "default/t"}
+    assert change.entries == {"ua": A} and change.overflow == {"ut": named(entry)}
     assert change.left_out == ("ut",)
+    assert change.wanted_size == len(encode_occupancy_record({"ua": A, "ut": entry}))
 
 
 def test_past_the_record_s_bound_the_largest_entries_go_to_the_overflow_first() -> None:
@@ -223,34 +249,36 @@ def test_past_the_record_s_bound_the_largest_entries_go_to_the_overflow_first() 
     mid = entry_of(pod="default/mid", allocated="GPU-0,NVIDIA,100,0:" + "GPU-9,NVIDIA,0,0:" * 20)
     large = entry_of(pod="default/large", allocated="GPU-0,NVIDIA,100,0:" + "GPU-9,NVIDIA,0,0:" * 40)
     text = encode_occupancy_record({"ul": large, "um": mid})
-    bound = len(encode_occupancy_record({"um": mid, "us": small}, {"ul": "default/large"}))
+    bound = len(encode_occupancy_record({"um": mid, "us": small}, {"ul": named(large)}))
 
     change = updated_occupancy_record(text, {"us": small}, limit=bound)
 
     assert change.entries == {"um": mid, "us": small}  # the small newcomer got in
-    assert change.overflow == {"ul": "default/large"}
+    assert change.overflow == {"ul": named(large)}
     assert change.left_out == ("ul",)
     assert change.text is not None and len(change.text) <= bound
     assert change.wanted_size == len(encode_occupancy_record({"ul": large, "um": mid, "us": small}))
 
 
 def test_among_entries_of_one_size_those_asked_for_go_to_the_overflow_first() -> None:
-    text = encode_occupancy_record({"ua": A})
-    newcomer = OccupancyEntry("default/b", "1750000000", A.allocated)  # A's size: "ub" vs "ua"
-    bound = len(text) + 30
+    allocated = "GPU-0,NVIDIA,1000,10:" * 10
+    first = OccupancyEntry("default/a", "1750000000", allocated)
+    newcomer = OccupancyEntry("default/b", "1750000000", allocated)  # the same size
+    text = encode_occupancy_record({"ua": first})
+    bound = len(encode_occupancy_record({"ua": first}, {"ub": named(newcomer)}))
 
     change = updated_occupancy_record(text, {"ub": newcomer}, limit=bound)
 
-    assert change.entries == {"ua": A} and change.overflow == {"ub": "default/b"}
+    assert change.entries == {"ua": first} and change.overflow == {"ub": named(newcomer)}
     again = updated_occupancy_record(change.text, {"ub": newcomer}, limit=bound)
     assert again.text is None and again.left_out == ("ub",)  # asked again: still no room
 
 
 def test_names_that_do_not_fit_even_the_overflow_are_said_to_be_unlisted() -> None:
-    change = updated_occupancy_record(None, {"ua": A, "ub": B}, limit=60)
+    change = updated_occupancy_record(None, {"ua": A, "ub": B}, limit=110)
 
     assert change.entries == {} and len(change.unlisted) >= 1
-    assert change.text is not None and len(change.text) <= 60
+    assert change.text is not None and len(change.text) <= 110
     assert set(change.overflow) | set(change.unlisted) == {"ua", "ub"}
 
 

@@ -107,7 +107,7 @@ def test_a_grant_on_a_card_the_node_does_not_have_is_kept_and_logged(
     with caplog.at_level(logging.WARNING):
         w.add_pod(running("odd", "GPU-unknown", 1000))
     assert w.state.ledger.allocation("default/odd") is not None
-    assert "GPU-unknown is not on node node1" in caplog.text
+    assert "card 'GPU-unknown' is not on node node1" in caplog.text
 
 
 def test_a_node_losing_its_register_annotation_leaves_the_ledger() -> None:

@@ -78,6 +78,21 @@ def test_one_warning_per_pod_says_what_changed(caplog: pytest.LogCaptureFixture)
     assert f"{ALLOCATED} changed" in warnings[0].getMessage()
 
 
+def test_the_warning_cuts_a_tenant_s_huge_counted_grant_short(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = one_card()
+    body = hami_pod("t", 100)
+    body["spec"]["schedulerName"] = "default-scheduler"  # bound by its tenant, grant its own
+    huge = f"{CARD},NVIDIA,1,0;" * 10_000
+    body["metadata"]["annotations"][ALLOCATED] = huge
+    w.add_pod(body)
+    with caplog.at_level(logging.WARNING):
+        w.cluster.patch_pod_annotations("default", "t", {ALLOCATED: f"{CARD},NVIDIA,1,0:;"})
+    [warning] = [r.getMessage() for r in caplog.records if "no longer match" in r.getMessage()]
+    assert len(warning) < 1000 and f"({len(repr(huge))} characters)" in warning
+
+
 def test_init_container_release_still_shrinks_a_counted_hold() -> None:
     w = one_card()
     grants = f"{CARD},NVIDIA,8000,0:;{CARD},NVIDIA,2000,0:;"

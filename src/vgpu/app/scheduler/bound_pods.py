@@ -12,6 +12,7 @@ import logging
 from vgpu.app.scheduler.occupancy import Held, OccupancyBook
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.domain import DomainError, Pod, PodGrants, Vendor
+from vgpu.domain.errors import brief
 from vgpu.domain.initrelease import hold_after_init
 from vgpu.domain.mig import MIG_ALLOCATIONS_ANNOTATION
 from vgpu.domain.trust import (
@@ -91,10 +92,16 @@ class BoundPods:
     def _recorded(
         self, pod: Pod, held: Held | None, judged: Occupancy
     ) -> tuple[GrantClaim, PodGrants] | None:
-        """The grant the pod's node's record names for it, decoded (once per grant)."""
+        """The grant the pod's node's record names for it, decoded (once per grant); for a pod
+        named in its overflow, the pod's own grant when its entry has the digest named there."""
         entry = self._book.recorded(pod.node_name, pod.uid)
         if entry is None:
-            return None
+            named = self._book.overflowed(pod.node_name, pod.uid)
+            claim, grants = judged.claim, judged.grants
+            if named is None or claim is None or grants is None:
+                return None
+            found = OccupancyEntry.of(pod.key, claim).digest == named.grant
+            return (claim, grants) if found else None
         claim = entry.claim(pod.uid, pod.node_name)
         if held is not None and held.claim == claim:
             return claim, held.grants
@@ -137,6 +144,7 @@ class BoundPods:
             )
             state.bound(held.pod)
             self._book.hold(held)
+        self._book.publish(held.node)  # a pod the node's overflow names may be known now
         if after_init is not None and before is not None and before.footprint != after_init:
             log.info("pod %s: init containers done, it now holds %s", held.pod, after_init)
         for problem in problems:
@@ -156,7 +164,7 @@ class BoundPods:
                 pod.key,
                 pod.node_name,
                 change,
-                counted.allocated,
+                brief(counted.allocated, 200),  # a tenant's, for a pod it bound itself
             )
 
 

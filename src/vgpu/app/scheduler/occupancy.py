@@ -13,14 +13,16 @@ The record comes first so that the leader and a standby (or a restarted process,
 memory) count the same. The leader records every counted grant: at bind, in the node lock's
 own patch, and for the others (pods placed by HAMi or another replica, or before the upgrade)
 in the background (`recorder.py`). A grant the record has no room for is named in its
-overflow, and the node takes no new grants while it names any: a process that did not count
-that pod from the start cannot know its grant (see `OccupancyBook`). The book keeps this
-knowledge and closes and opens nodes in the state; it is thread-safe.
+overflow with the digest of its entry: a process that finds the pod's annotations still carrying
+that grant counts them as the record would; one that does not (its tenant edited them before
+this process first counted the pod, after a restart say) cannot know the grant, so the node
+takes no new grants while the overflow names such a pod (see `OccupancyBook`). The book keeps
+this knowledge and closes and opens nodes in the state; it is thread-safe.
 """
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vgpu.app.scheduler.state import SchedulerState
@@ -31,6 +33,7 @@ from vgpu.domain.trust import (
     GrantClaim,
     OccupancyEntry,
     OccupancyRecord,
+    OverflowName,
     decode_occupancy_record,
 )
 
@@ -57,10 +60,16 @@ class Held:
 class OccupancyBook:
     """Bound pods' counted grants, and the nodes' occupancy records as last read.
 
-    A node whose record names pods in its overflow (counted, but with no grant in the record)
-    is closed to new grants in `state` for as long as it does: after a restart nobody knows
-    what those pods were granted, only that their annotations may have been edited since. Every
-    replica reads the same records, so all of them close and open the same nodes."""
+    A node whose record names in its overflow a pod (counted, but with no grant in the record)
+    whose grant this process cannot vouch for is closed to new grants in `state` for as long as
+    it does. The process vouches for a grant whose entry has the digest the overflow names: one
+    it counted for that pod (`Held`), or one it put in the overflow itself. An ended pod needs
+    nobody's word. So a pod whose annotations still carry its counted grant closes nothing, on
+    any replica or after a restart; one whose tenant edited them before a process first counted
+    it closes the node on that process, which cannot know what the pod holds.
+
+    `publish(node)` closes or opens the node as that stands now; the methods that change it
+    call it, except `hold` (called under the state's lock): its caller calls it after."""
 
     def __init__(self, state: SchedulerState | None = None) -> None:
         self._state = state
@@ -70,34 +79,51 @@ class OccupancyBook:
         self._records: dict[str, OccupancyRecord] = {}  # node -> its record, decoded
         self._recorded_on: dict[str, str] = {}  # uid -> the node whose record names it
         self._held: dict[str, Held] = {}  # pod key -> its counted grant
+        self._keys: dict[str, str] = {}  # uid -> pod key, of the held pods
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
         self._ended: dict[str, set[str]] = {}  # node -> uids of ended pods its record names
         self._left_out: dict[str, set[str]] = {}  # node -> uids its record had no room for
-        self._vouched: set[str] = set()  # uids this process put in an overflow, grant known
+        self._vouched: dict[str, str] = {}  # uid -> digest of the grant this process put in an
+        # overflow (it knows that grant even before it sees the pod bound)
         self._closed: dict[str, tuple[str, ...]] = {}  # node -> the pods that closed it
 
     # records -----------------------------------------------------------------------------------
     def read_record(
-        self, node: str, text: str | None, decoded: OccupancyRecord | None = None
+        self,
+        node: str,
+        text: str | None,
+        decoded: OccupancyRecord | None = None,
+        left_out: Mapping[str, OverflowName] | None = None,
     ) -> OccupancyRecord | None:
         """Take a node's record as it is now (`decoded`: its text decoded, when the caller
-        has it); returns it decoded if it changed, else None."""
+        has it); returns it decoded if it changed, else None. `left_out`: the pods this
+        process's write of that text put in its overflow (see `left_out`)."""
         text = text or ""
+        record = None
         with self._lock:
-            if self._texts.get(node, "") == text:
-                return None
-            record = decoded if decoded is not None else decode_occupancy_record(text)
-            self._forget_record(node)
-            if text:
-                self._texts[node] = text
-                self._records[node] = record
-            for uid in (*record.entries, *record.overflow):
-                self._recorded_on[uid] = node
-            if node in self._ended:  # ended pods the record still names
-                self._ended[node] &= record.entries.keys() | record.overflow.keys()
-            self._left_out.pop(node, None)  # room may have been made: try them again
-        self._publish(node)
+            if self._texts.get(node, "") != text:
+                record = decoded if decoded is not None else decode_occupancy_record(text)
+                self._forget_record(node)
+                if text:
+                    self._texts[node] = text
+                    self._records[node] = record
+                for uid in (*record.entries, *record.overflow):
+                    self._recorded_on[uid] = node
+                if node in self._ended:  # ended pods the record still names
+                    self._ended[node] &= record.entries.keys() | record.overflow.keys()
+                self._left_out.pop(node, None)  # room may have been made: try them again
+            self._vouch(node, left_out or {})
+        if record is not None or left_out:
+            self.publish(node)
         return record
+
+    def left_out(self, node: str, names: Mapping[str, OverflowName]) -> None:
+        """This process's write put these pods in the node's overflow (or found them there
+        still), knowing their grants: it vouches for them, and the background recorder stops
+        trying them until the record changes, then records them once there is room."""
+        with self._lock:
+            self._vouch(node, names)
+        self.publish(node)
 
     def drop_node(self, node: str) -> None:
         """The node is gone: so is its record (its pods' counted grants stay until they end)."""
@@ -105,7 +131,7 @@ class OccupancyBook:
             self._forget_record(node)
             self._ended.pop(node, None)
             self._left_out.pop(node, None)
-        self._publish(node)
+        self.publish(node)
 
     def recorded(self, node: str, uid: str) -> OccupancyEntry | None:
         with self._lock:
@@ -126,8 +152,8 @@ class OccupancyBook:
     def to_record(self) -> dict[str, dict[str, OccupancyEntry]]:
         """Per node whose record needs a write: the held pods it has no entry for yet (and has
         room for), perhaps none when only ended pods' entries are to go. A pod the record names
-        in its overflow is recorded only by the process that put it there, which knows its
-        grant; anyone else has only its annotations, which its tenant may have edited since."""
+        in its overflow is recorded only with the grant the overflow names (its digest): a
+        process that counted another (the pod's edited annotations) does not know that one."""
         with self._lock:
             found: dict[str, dict[str, OccupancyEntry]] = {
                 node: {} for node, uids in self._ended.items() if uids
@@ -141,25 +167,28 @@ class OccupancyBook:
                     uid = held.uid
                     if uid in record.entries or uid in skipped:
                         continue
-                    if uid in record.overflow and uid not in self._vouched:
+                    entry = held.entry
+                    named = record.overflow.get(uid)
+                    if named is not None and named.grant != entry.digest:
                         continue
-                    found.setdefault(node, {})[uid] = held.entry
+                    found.setdefault(node, {})[uid] = entry
             return found
 
-    def left_out(self, node: str, uids: Iterable[str]) -> None:
-        """This process put these pods in the node's overflow, knowing their grants: the
-        background recorder stops trying until the record changes, then records them once
-        there is room."""
+    def overflowed(self, node: str, uid: str) -> OverflowName | None:
+        """How the node's record names the pod in its overflow, if it does."""
         with self._lock:
-            self._left_out.setdefault(node, set()).update(uids)
-            self._vouched.update(uids)
+            return self._records.get(node, _NO_RECORD).overflow.get(uid)
 
     def end_all_but(self, live: set[str]) -> None:
         """After reading every pod: recorded uids of pods that no longer exist have ended."""
         with self._lock:
+            nodes = set()
             for uid, node in self._recorded_on.items():
                 if uid not in live:
                     self._ended.setdefault(node, set()).add(uid)
+                    nodes.add(node)
+        for node in sorted(nodes):
+            self.publish(node)
 
     # held pods ---------------------------------------------------------------------------------
     def held(self, pod: str) -> Held | None:
@@ -167,9 +196,11 @@ class OccupancyBook:
             return self._held.get(pod)
 
     def hold(self, held: Held) -> None:
+        """Count `held` (the caller then calls `publish(held.node)`, outside the state's lock)."""
         with self._lock:
             self._unhold(held.pod)
             self._held[held.pod] = held
+            self._keys[held.uid] = held.pod
             self._held_on.setdefault(held.node, set()).add(held.pod)
 
     def held_on(self, node: str) -> list[Held]:
@@ -180,10 +211,12 @@ class OccupancyBook:
         """The pod finished or was deleted: it holds nothing, and its record entry may go."""
         with self._lock:
             self._unhold(pod)
-            self._vouched.discard(uid)
+            self._vouched.pop(uid, None)
             node = self._recorded_on.get(uid)
             if node is not None:
                 self._ended.setdefault(node, set()).add(uid)
+        if node is not None:
+            self.publish(node)
 
     def unsigned(self) -> list[str]:
         """Keys of the bound pods counted without a grant signed with vgpu's key."""
@@ -194,6 +227,8 @@ class OccupancyBook:
     def _unhold(self, pod: str) -> None:
         held = self._held.pop(pod, None)
         if held is not None:
+            if self._keys.get(held.uid) == pod:
+                del self._keys[held.uid]
             keys = self._held_on.get(held.node)
             if keys is not None:
                 keys.discard(pod)
@@ -207,15 +242,44 @@ class OccupancyBook:
                 del self._recorded_on[uid]
         self._texts.pop(node, None)
 
-    def _publish(self, node: str) -> None:
-        """Close the node to new grants while its record has an overflow, open it once it has
-        none (outside the book's lock: the state's lock is taken before the book's elsewhere)."""
+    def _vouch(self, node: str, names: Mapping[str, OverflowName]) -> None:
+        for uid, name in names.items():
+            self._vouched[uid] = name.grant
+        if names:
+            self._left_out.setdefault(node, set()).update(names)
+
+    def _unknown(self, node: str) -> tuple[str, ...]:
+        """The pods the node's overflow names whose grants this process cannot vouch for."""
+        overflow = self._records.get(node, _NO_RECORD).overflow
+        if not overflow:
+            return ()
+        ended = self._ended.get(node, set())
+        return tuple(
+            sorted(
+                name.pod
+                for uid, name in overflow.items()
+                if uid not in ended and not self._vouches(uid, name.grant)
+            )
+        )
+
+    def _vouches(self, uid: str, grant: str) -> bool:
+        if not grant:
+            return False
+        key = self._keys.get(uid)
+        return self._vouched.get(uid) == grant or (
+            key is not None and self._held[key].entry.digest == grant
+        )
+
+    # publishing --------------------------------------------------------------------------------
+    def publish(self, node: str) -> None:
+        """Close the node to new grants while its overflow names a pod whose grant this process
+        cannot vouch for, open it once none (call it outside the state's lock and the book's:
+        the state's lock is taken before the book's elsewhere)."""
         if self._state is None:
             return
         with self._publishing:
             with self._lock:
-                overflow = self._records.get(node, _NO_RECORD).overflow
-            pods = tuple(sorted(overflow.values()))
+                pods = self._unknown(node)
             if self._closed.get(node, ()) == pods:
                 return
             if pods:
@@ -225,7 +289,7 @@ class OccupancyBook:
             else:
                 problem = None
                 del self._closed[node]
-                log.info("node %s: its occupancy record holds every counted pod again", node)
+                log.info("node %s: every pod its occupancy record counts is known again", node)
             self._state.close_node(node, problem)
 
 
@@ -239,6 +303,6 @@ def _closed_because(node: str, pods: tuple[str, ...]) -> str:
         named += f" and {len(pods) - _NAMED} more"
     return (
         f"node {node}: its occupancy record ({OCCUPANCY_ANNOTATION}) could not keep the grants "
-        f"of {len(pods)} counted pod(s) ({named}); it takes no new GPU grants until the leader "
-        "records them or they end"
+        f"of {len(pods)} counted pod(s) ({named}), and their annotations no longer carry them; "
+        "it takes no new GPU grants until the leader records them or they end"
     )

@@ -8,9 +8,9 @@
 
 Each write reads the node and carries its resourceVersion, so it never overwrites an entry it
 did not see; on a conflict it reads again and retries (the adapter's `update_node_annotations`
-and `lock_node`). A grant the record has no room for is named in its overflow, with a warning:
-the node then takes no new grants until it is recorded (here, once room is made) or its pod
-ends (see `occupancy.py`).
+and `lock_node`). A grant the record has no room for is named in its overflow with its digest,
+with a warning, and recorded here once room is made (see `occupancy.py` for what the overflow
+decides).
 """
 
 import logging
@@ -73,17 +73,19 @@ class RecordWrite:
         change, node = self._change, self._node
         if change is None:
             return
+        left_out = {uid: change.overflow[uid] for uid in change.left_out}
         if change.text is not None:
             record = OccupancyRecord(change.entries, overflow=change.overflow)
-            self._book.read_record(node, change.text, record)
+            self._book.read_record(node, change.text, record, left_out)
+        elif left_out:
+            self._book.left_out(node, left_out)
         if change.left_out:
-            self._book.left_out(node, change.left_out)
             log.warning(
                 "node %s: the occupancy record has no room for the grant(s) of pod(s) %s (it would "
                 "be %d bytes, the limit is %d; one entry at most %d): they are named in its "
-                "overflow, and the node takes no new grants until they are recorded or end",
+                "overflow with their grants' digests, and recorded once there is room",
                 node,
-                ", ".join(sorted(change.overflow[uid] for uid in change.left_out)),
+                ", ".join(sorted(name.pod for name in left_out.values())),
                 change.wanted_size,
                 MAX_RECORD_BYTES,
                 MAX_ENTRY_BYTES,

@@ -12,7 +12,7 @@ from operator import or_
 
 from vgpu.domain.decision import Decision
 from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
-from vgpu.domain.errors import LedgerError
+from vgpu.domain.errors import LedgerError, brief
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.host import HostResources
@@ -295,10 +295,12 @@ class Ledger:
             return [f"pod {pod}: node {node} has no registered GPUs; its grant is kept"]
         by_uuid = {d.uuid: d for d in devices}
         problems = []
+        missing = [uuid for uuid in footprint if uuid not in by_uuid]
+        if missing:  # ids from a pod's annotations: cut short, in one line however many
+            problems.append(f"pod {pod}: {_cards_not_on(missing, node)}; its grant is kept")
         for uuid, amount in footprint.items():
             device = by_uuid.get(uuid)
             if device is None:
-                problems.append(f"pod {pod}: card {uuid} is not on node {node}; its grant is kept")
                 continue
             message = _misfit(node_usage.get(uuid, IDLE), amount, device)
             if message is not None:
@@ -379,3 +381,15 @@ def _subtract(usage: dict[str, Usage], footprint: dict[str, Usage]) -> None:
             usage.pop(uuid, None)
         else:
             usage[uuid] = left
+
+
+_NAMED_CARDS = 3
+
+
+def _cards_not_on(uuids: list[str], node: str) -> str:
+    """`card 'x' is not on node n`, or `cards 'x', 'y', 'z' and 5 more are not on node n`."""
+    if len(uuids) == 1:
+        return f"card {brief(uuids[0])} is not on node {node}"
+    named = ", ".join(brief(uuid) for uuid in uuids[:_NAMED_CARDS])
+    more = f" and {len(uuids) - _NAMED_CARDS} more" if len(uuids) > _NAMED_CARDS else ""
+    return f"cards {named}{more} are not on node {node}"

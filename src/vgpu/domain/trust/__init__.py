@@ -23,6 +23,7 @@ from vgpu.domain.trust.occupancy_record import (
     OccupancyEntry,
     OccupancyRecord,
     OccupancyRecordChange,
+    OverflowName,
     decode_occupancy_record,
     updated_occupancy_record,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "OccupancyEntry",
     "OccupancyRecord",
     "OccupancyRecordChange",
+    "OverflowName",
     "ServedGrant",
     "ServedRecordError",
     "Signatures",

@@ -7,16 +7,18 @@ keys sorted so that two replicas writing the same record write the same text:
 
     {"v":2,"pods":{"<pod uid>":{"pod":"<namespace>/<name>","time":<hami.io/vgpu-time>,
      "allocated":"<hami.io/vgpu-devices-allocated>","mig":"<signed MIG reservations>"}},
-     "overflow":{"<pod uid>":"<namespace>/<name>"}}
+     "overflow":{"<pod uid>":{"pod":"<namespace>/<name>","grant":"<digest of its entry>"}}}
 
 `time` is a number: the grant's `hami.io/vgpu-time` when it is a whole number of seconds
 written as the schedulers write it (no sign, no leading zero, at most Go's int64), left out
 otherwise; nothing else a tenant could have written is copied in whole. `mig` is there only
 when the grant has MIG instances. A node's annotations share 256 KiB, so an entry is at most
 `MAX_ENTRY_BYTES` and the record at most `MAX_RECORD_BYTES`. A pod whose entry is too big, or
-does not fit, is named in `overflow` instead (the largest entries go there first): the record
-then says that it holds pods whose grants it could not keep, so that nobody who reads it later
-takes the pod's annotations for its grant.
+does not fit, is named in `overflow` instead (the largest entries go there first), with the
+SHA-256 digest of the entry it would have had (`OccupancyEntry.digest`): whoever reads the record
+later can tell whether the pod's annotations still carry the grant that was counted (its tenant
+cannot make another grant with that digest), and must not take them for it otherwise. A name
+without a digest (written before digests were kept) matches no annotations.
 
 Only the scheduler writes the record, so one that does not read is a bug or an operator's edit:
 what reads is used, the rest is reported and dropped at the next write. Records of version 1
@@ -34,6 +36,7 @@ True
 ''
 """
 
+import hashlib
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +53,7 @@ MAX_RECORD_BYTES = 128 * 1024  # half of what a Node's annotations may hold toge
 MAX_ENTRY_BYTES = 4 * 1024  # a grant of about 60 cards; a pod's own is a few hundred bytes
 MAX_POD_KEY = 63 + 1 + 253  # a namespace, '/', a pod name, at Kubernetes' own limits
 MAX_UID = 128  # Kubernetes writes 36-character UUIDs
+DIGEST_CHARS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,11 @@ class OccupancyEntry:
         return GrantClaim(uid, node, self.assigned_time, self.allocated, self.mig_reservations)
 
     @property
+    def digest(self) -> str:
+        """What the overflow keeps of the entry: the first 128 bits of its JSON's SHA-256."""
+        return hashlib.sha256(self.text.encode()).hexdigest()[:DIGEST_CHARS]
+
+    @property
     def text(self) -> str:
         """The entry's JSON in the record (made once: a bind re-encodes every entry)."""
         if not self._text:
@@ -88,13 +97,30 @@ class OccupancyEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class OverflowName:
+    """A pod the record names in its overflow: its namespace/name, and the digest of the entry
+    its counted grant would have had ('' when unknown)."""
+
+    pod: str
+    grant: str = ""
+
+    @classmethod
+    def of(cls, entry: OccupancyEntry) -> "OverflowName":
+        return cls(entry.pod, entry.digest)
+
+    @property
+    def text(self) -> str:
+        return _compact({"grant": self.grant, "pod": self.pod} if self.grant else self.pod)
+
+
+@dataclass(frozen=True, slots=True)
 class OccupancyRecord:
-    """A decoded record: the entries that read, by pod uid; the pods it names in `overflow`
-    (uid -> namespace/name), counted but without a grant in the record; what did not read."""
+    """A decoded record: the entries that read, by pod uid; the pods it names in `overflow`,
+    counted but without a grant in the record; what did not read."""
 
     entries: Mapping[str, OccupancyEntry]
     problems: tuple[str, ...] = ()
-    overflow: Mapping[str, str] = field(default_factory=dict)
+    overflow: Mapping[str, OverflowName] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +132,7 @@ class OccupancyRecordChange:
 
     text: str | None
     entries: Mapping[str, OccupancyEntry]
-    overflow: Mapping[str, str] = field(default_factory=dict)
+    overflow: Mapping[str, OverflowName] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()
     unlisted: tuple[str, ...] = ()
     wanted_size: int = 0
@@ -125,12 +151,14 @@ def recordable_time(text: str) -> str:
 
 
 def encode_occupancy_record(
-    entries: Mapping[str, OccupancyEntry], overflow: Mapping[str, str] | None = None
+    entries: Mapping[str, OccupancyEntry], overflow: Mapping[str, OverflowName] | None = None
 ) -> str:
     """The record's text: `json.dumps` of it with sorted keys and no spaces, joined from each
-    entry's own text."""
+    entry's and name's own text."""
+    overflow = overflow or {}
     pods = ",".join(f"{_compact(uid)}:{entries[uid].text}" for uid in sorted(entries))
-    named = f'"overflow":{_compact(dict(overflow))},' if overflow else ""
+    names = ",".join(f"{_compact(uid)}:{overflow[uid].text}" for uid in sorted(overflow))
+    named = f'"overflow":{{{names}}},' if overflow else ""
     return f'{{{named}"pods":{{{pods}}},"v":{RECORD_VERSION}}}'
 
 
@@ -178,18 +206,19 @@ def updated_occupancy_record(
     already decoded, if the caller has it."""
     record = decoded if decoded is not None else decode_occupancy_record(text)
     entries = {uid: e for uid, e in record.entries.items() if uid not in drop}
-    overflow = {uid: pod for uid, pod in record.overflow.items() if uid not in drop}
+    overflow = {uid: name for uid, name in record.overflow.items() if uid not in drop}
     for uid, entry in add.items():
         overflow.pop(uid, None)
-        if _entry_bytes(uid, entry) > MAX_ENTRY_BYTES:
-            entries.pop(uid, None)
-            overflow[uid] = entry.pod
-        else:
-            entries[uid] = entry
+        entries[uid] = entry
     encoded = encode_occupancy_record(entries, overflow)
     wanted_size = len(encoded)
+    oversized = [uid for uid, entry in add.items() if _entry_bytes(uid, entry) > MAX_ENTRY_BYTES]
+    if oversized:
+        for uid in oversized:
+            overflow[uid] = OverflowName.of(entries.pop(uid))
+        encoded = encode_occupancy_record(entries, overflow)
     unlisted: tuple[str, ...] = ()
-    if wanted_size > limit:
+    if len(encoded) > limit:
         unlisted = _make_room(entries, overflow, set(add), record.overflow.keys(), limit)
         encoded = encode_occupancy_record(entries, overflow)
     left_out = tuple(sorted(uid for uid in overflow if uid in add or uid in record.entries))
@@ -201,7 +230,7 @@ def updated_occupancy_record(
 
 def _make_room(
     entries: dict[str, OccupancyEntry],
-    overflow: dict[str, str],
+    overflow: dict[str, OverflowName],
     added: set[str],
     listed_before: Collection[str],
     limit: int,
@@ -218,7 +247,7 @@ def _make_room(
     for uid in sorted(sizes, key=lambda u: (-sizes[u], u not in added, u)):
         if length() <= limit:
             break
-        overflow[uid] = entries.pop(uid).pod
+        overflow[uid] = OverflowName.of(entries.pop(uid))
         names[uid] = _name_bytes(uid, overflow[uid])
         kept, named = kept - sizes[uid], named + names[uid]
     dropped = []
@@ -243,8 +272,8 @@ def _entry_bytes(uid: str, entry: OccupancyEntry) -> int:
     return len(_compact(uid)) + 1 + len(entry.text)
 
 
-def _name_bytes(uid: str, pod: str) -> int:
-    return len(_compact(uid)) + 1 + len(_compact(pod))
+def _name_bytes(uid: str, name: OverflowName) -> int:
+    return len(_compact(uid)) + 1 + len(name.text)
 
 
 _EMPTY_RECORD = len(encode_occupancy_record({}))
@@ -286,16 +315,27 @@ def _time(raw: Any) -> tuple[str, str]:
     return "", f"has a time that is not a whole number of seconds ({brief(raw, 40)}): left out"
 
 
-def _overflow(raw: Any, problems: list[str]) -> dict[str, str]:
+def _overflow(raw: Any, problems: list[str]) -> dict[str, OverflowName]:
     if not isinstance(raw, dict):
         problems.append(f"{OCCUPANCY_ANNOTATION} overflow is not an object: {brief(raw, 100)}")
         return {}
-    found: dict[str, str] = {}
-    for uid, pod in raw.items():
-        if uid and len(uid) <= MAX_UID and isinstance(pod, str) and 0 < len(pod) <= MAX_POD_KEY:
-            found[uid] = pod
+    found: dict[str, OverflowName] = {}
+    for uid, item in raw.items():
+        name = _overflow_name(item)
+        if uid and len(uid) <= MAX_UID and name is not None:
+            found[uid] = name
         else:
             problems.append(
-                f"{OCCUPANCY_ANNOTATION} overflow {brief(uid, 60)} names no pod: {brief(pod, 100)}"
+                f"{OCCUPANCY_ANNOTATION} overflow {brief(uid, 60)} names no pod: {brief(item, 100)}"
             )
     return found
+
+
+def _overflow_name(item: Any) -> OverflowName | None:
+    """`{"pod": ..., "grant": <digest>}`, or the bare name written before digests were kept."""
+    pod, grant = (item.get("pod"), item.get("grant")) if isinstance(item, dict) else (item, "")
+    if not isinstance(pod, str) or not 0 < len(pod) <= MAX_POD_KEY:
+        return None
+    if not isinstance(grant, str) or len(grant) != (DIGEST_CHARS if grant else 0):
+        return None
+    return OverflowName(pod, grant)
