@@ -48,6 +48,7 @@ ON = {
     "scheduler.service.type": "NodePort",
     "devicePlugin.service.type": "NodePort",
     "scheduler.replicas": 2,
+    "scheduler.combineScores": True,
 }
 BASES = {"default": {}, "parts on": ON, "HAMi gone": {**ON, "takeover.hamiInstalled": False}}
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -80,6 +81,7 @@ OTHER = {
     "metrics.secure.readers": [{"kind": "ServiceAccount", "name": "p", "namespace": "m"}],
     "metrics.networkPolicy.from": [{"podSelector": {"matchLabels": {"c": "d"}}}],
     "scheduler.fragmentation.seedShapes": [{"gpus": 1, "memory": 1000}],
+    "scheduler.fragmentation.typicalShapes": [{"gpus": 1, "memoryPercent": 50, "cpu": 4}],
     "scheduler.tolerations": [{"key": "k", "operator": "Exists"}],
     "devicePlugin.extraTolerations": [{"key": "k", "operator": "Exists"}],
     "scheduler.admissionWebhook.namespaceSelector.matchExpressions": [
