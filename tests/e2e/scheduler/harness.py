@@ -93,10 +93,6 @@ class SchedulerProcess:
     ) -> None:
         """`tls`: serve the webhook over HTTPS, with the repository's test pair (True) or with
         `(pair, trust root)`; `extender_tls`: how the extender client does mutual TLS."""
-        self.port = free_port()
-        self.extender_port = free_port()
-        self.metrics_port = free_port()
-        self.explain_port = free_port()
         self.tls = bool(tls)
         pair, root = (
             tls
@@ -105,50 +101,70 @@ class SchedulerProcess:
         )
         root = root or pair.cert
         self.log_path = workdir / f"{name}.log"
-        self._args = [
-            *args,
-            "--listen",
-            f"127.0.0.1:{self.port}",
-            "--extender-listen",
-            f"127.0.0.1:{self.extender_port}",
-            "--metrics-listen",
-            f"127.0.0.1:{self.metrics_port}",
-            "--explain-listen",
-            f"127.0.0.1:{self.explain_port}",
-        ]
+        self._args = list(args)
         if tls:
             self._args += ["--tls-cert", str(pair.cert), "--tls-key", str(pair.key)]
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("VGPU_")}
         self._env.update(env or {})
         self._env["PYTHONPATH"] = str(REPO / "src")
         self._process: subprocess.Popen[bytes] | None = None
-        scheme = "https" if tls else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self._scheme = "https" if tls else "http"
+        self._extender_scheme = "https" if extender_tls else "http"
         self.client = httpx.Client(
-            base_url=self.url,
-            timeout=30.0,
-            verify=ssl.create_default_context(cafile=root) if tls else True,
+            timeout=30.0, verify=ssl.create_default_context(cafile=root) if tls else True
         )
-        extender_scheme = "https" if extender_tls else "http"
-        self.extender_url = f"{extender_scheme}://127.0.0.1:{self.extender_port}"
         self.extender = httpx.Client(
-            base_url=self.extender_url,
-            timeout=30.0,
-            verify=extender_tls.context() if extender_tls else True,
+            timeout=30.0, verify=extender_tls.context() if extender_tls else True
         )
-        self.scrape = httpx.Client(base_url=f"http://127.0.0.1:{self.metrics_port}", timeout=30.0)
-        self.explainer = httpx.Client(
-            base_url=f"http://127.0.0.1:{self.explain_port}", timeout=30.0
+        self.scrape = httpx.Client(timeout=30.0)
+        self.explainer = httpx.Client(timeout=30.0)
+        self._served = False
+        self._take_ports()
+
+    def _take_ports(self) -> None:
+        self.port, self.extender_port, self.metrics_port, self.explain_port = (
+            free_port() for _ in range(4)
         )
+        self.url = f"{self._scheme}://127.0.0.1:{self.port}"
+        self.extender_url = f"{self._extender_scheme}://127.0.0.1:{self.extender_port}"
+        self.client.base_url = httpx.URL(self.url)
+        self.extender.base_url = httpx.URL(self.extender_url)
+        self.scrape.base_url = httpx.URL(f"http://127.0.0.1:{self.metrics_port}")
+        self.explainer.base_url = httpx.URL(f"http://127.0.0.1:{self.explain_port}")
 
     def start(self, ready: bool = True) -> "SchedulerProcess":
+        """Start the process; on a first start whose port another test's server took between
+        `free_port` and the bind, start again on other ports."""
+        for _ in range(5):
+            logged = len(self.logs())
+            self._spawn()
+            if not ready:
+                return self
+            try:
+                if wait_until(self.ready, 30):
+                    self._served = True  # its URLs are in use now: a restart keeps them
+                    return self
+            except AssertionError:
+                taken = "Address already in use" in self.logs()[logged:]
+                if not taken or self._served:
+                    raise
+                self._process = None
+                self._take_ports()
+                continue
+            raise AssertionError(f"the scheduler did not become ready:\n{self.logs()}")
+        raise AssertionError(f"no free ports after 5 starts:\n{self.logs()}")
+
+    def _spawn(self) -> None:
+        listeners = [
+            "--listen", f"127.0.0.1:{self.port}",
+            "--extender-listen", f"127.0.0.1:{self.extender_port}",
+            "--metrics-listen", f"127.0.0.1:{self.metrics_port}",
+            "--explain-listen", f"127.0.0.1:{self.explain_port}",
+        ]  # fmt: skip
         log = self.log_path.open("ab")
-        command = [sys.executable, "-m", "vgpu.app.cli", "scheduler", *self._args]
+        command = [sys.executable, "-m", "vgpu.app.cli", "scheduler", *self._args, *listeners]
         self._process = subprocess.Popen(command, stdout=log, stderr=log, env=self._env)
         log.close()
-        if ready and not wait_until(self.ready, 30):
-            raise AssertionError(f"the scheduler did not become ready:\n{self.logs()}")
-        return self
 
     def ready(self) -> bool:
         if self._process is not None and self._process.poll() is not None:
