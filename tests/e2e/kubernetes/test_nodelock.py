@@ -122,6 +122,7 @@ def test_a_lock_held_by_the_same_pod_counts_as_taken(
         ("garbage", "unreadable"),
         ("2099-01-01T00:00:00Z,default,p2", "dated beyond the clock skew, its pod alive"),
     ],
+    ids=["expired", "pod gone", "legacy", "unreadable", "future"],  # one lock holds today's date
 )
 def test_an_expired_orphaned_or_unreadable_lock_is_taken_over(
     k8s_api: RunningApiServer, cluster: KubernetesCluster, node: str, held: str, why: str
