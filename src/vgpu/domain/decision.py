@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.fragmentation.card_balanced import CardCounts
 from vgpu.domain.fragmentation.cards import CardWorkload, pod_workload
 from vgpu.domain.grant import PodGrants
 from vgpu.domain.host import pod_host_request
@@ -28,6 +29,9 @@ class SchedulingConfig:
     # the pod shapes FGD weighs now (a scheduler's RecentShapes.current); without it, a pod
     # placed by FGD weighs its own shape
     recent_shapes: Callable[[], CardWorkload] | None = None
+    # the cluster's cards per kind now (a scheduler's Ledger.card_counts), whose types
+    # FGD-balanced's claims price; without it no card type is claimed
+    card_counts: Callable[[], CardCounts] | None = None
 
 
 MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extender scores are integers 0..10
@@ -115,6 +119,8 @@ def plan_pod(pod: Pod, config: SchedulingConfig) -> PodPlan | None:
         recent = config.recent_shapes
         workload = recent() if recent is not None else pod_workload(requests, selector)
         policies = replace(policies, workload=workload)
+    if policies.balanced and config.card_counts is not None:
+        policies = replace(policies, cards=config.card_counts())
     return PodPlan(
         key=pod.key,
         namespace=pod.namespace,

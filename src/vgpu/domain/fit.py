@@ -1,16 +1,25 @@
 """Can a pod be placed on one node, and on which cards? Every rejection says why."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
+from vgpu.domain.fragmentation.card_balanced import CardBalanced, Host
 from vgpu.domain.fragmentation.cards import CardWorkload, free_milli, node_shares, pod_workload
 from vgpu.domain.grant import ContainerGrant, DeviceGrant, PodGrants, held_for_life, pod_footprint
 from vgpu.domain.host import NOTHING, HostResources
 from vgpu.domain.mig.choice import pick_mig_slot
 from vgpu.domain.mig.profiles import MigSlot
-from vgpu.domain.policy import PodPolicies, Policy, fullness_of, preference, weighted_fullness
+from vgpu.domain.policy import (
+    FRAGMENTATION_POLICIES,
+    PodPolicies,
+    Policy,
+    fullness_of,
+    preference,
+    weighted_fullness,
+)
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import CardRejection, NodeRejection, Reason, summarize_cards
 from vgpu.domain.request import ContainerRequest
@@ -30,7 +39,7 @@ class NodeView:
     """One node's cards and what is in use on each (uuid -> usage), as the ledger sees them,
     with the NVLink/PCIe pair scores its device plugin published (`hami.io/node-nvidia-score`,
     decoded once per node change; empty when it published none), and the CPU and host memory
-    it has left (None when its allocatable is unknown; only FGD reads it)."""
+    it has left (None when its allocatable is unknown; only FGD and FGD-balanced read it)."""
 
     name: str
     devices: tuple[Device, ...]
@@ -101,7 +110,7 @@ def fit_pod(plan: PodPlan, node: NodeView, budget: Budget = UNLIMITED) -> NodeFi
                 app_charge = app_charge + grant.usage
     pod_grants = tuple(grants)
     footprint = pod_footprint(pod_grants, plan.init_count)
-    if plan.policies.node is Policy.FGD:
+    if plan.policies.node in FRAGMENTATION_POLICIES:
         return NodeFit(node.name, pod_grants, _fgd_fullness(plan, node, footprint))
     return NodeFit(node.name, pod_grants, _fullness_after(node, footprint))
 
@@ -165,42 +174,66 @@ def _fullness_after(node: NodeView, footprint: Mapping[str, Usage]) -> float:
 
 
 def _fgd_fullness(plan: PodPlan, node: NodeView, footprint: Mapping[str, Usage]) -> float:
-    """FGD's score for placing the pod's footprint on the node, on `preference`'s 0..3 scale."""
-    workload = _workload(plan)
+    """FGD's or FGD-balanced's score for placing the pod's footprint on the node, on
+    `preference`'s 0..3 scale."""
     before = node_shares(node.devices, node.usage, node.cordoned)
     after = node_shares(node.devices, node.usage, node.cordoned, footprint)
-    cpu, cpu_after = _cpu_levels(plan, node)
-    return 3.0 * workload.score(node.devices, before, after, cpu, cpu_after) / 100
+    scoring = _scoring(plan, plan.policies.node)
+    return 3.0 * scoring.score(node.devices, before, after, *_hosts(plan, node)) / 100
 
 
 def _fgd_ranked(
     plan: PodPlan, node: NodeView, taken: Mapping[str, Usage], candidates: list[Candidate]
 ) -> list[Candidate]:
-    """The candidates ranked by FGD's score for the node once one slice goes on each."""
+    """The candidates ranked by FGD's (or FGD-balanced's) score for the node once one slice
+    goes on each."""
     before = node_shares(node.devices, node.usage, node.cordoned, taken)
     position = {device.uuid: i for i, device in enumerate(node.devices)}
     changes = [
         (position[device.uuid], free_milli(device, used + Usage(1, memory, cores)))
         for _, device, memory, cores, _, used in candidates
     ]
-    cpu, cpu_after = _cpu_levels(plan, node)
-    scores = _workload(plan).card_scores(node.devices, before, changes, cpu, cpu_after)
+    scoring = _scoring(plan, plan.policies.gpu)
+    scores = scoring.card_scores(node.devices, before, changes, *_hosts(plan, node))
     return [
         (float(score), device, memory, cores, slot, used)
         for score, (_, device, memory, cores, slot, used) in zip(scores, candidates, strict=True)
     ]
 
 
-def _cpu_levels(plan: PodPlan, node: NodeView) -> tuple[int | None, int | None]:
-    """The node's free CPU before and after the pod, as FGD weighs them (None: unknown)."""
+def _hosts(plan: PodPlan, node: NodeView) -> tuple[Host, Host]:
+    """The node's free CPU and memory before and after the pod (None: unknown)."""
     if node.host is None:
         return None, None
-    return node.host.cpu, node.host.cpu - plan.host.cpu
+    left = node.host - plan.host
+    return (node.host.cpu, node.host.memory), (left.cpu, left.memory)
 
 
-def fgd_cpu_cuts(plan: PodPlan) -> tuple[int, ...]:
-    """The CPU sizes FGD tells nodes apart by, for this pod (`CardWorkload.cpu_cuts`)."""
-    return _workload(plan).cpu_cuts
+def fgd_host_levels(plan: PodPlan) -> Callable[[HostResources | None], tuple[int, ...]]:
+    """What the pod's FGD scores read of a node's free CPU and memory (its CPU and memory
+    as they are, None: not known): nodes alike card for card whose levels are equal score
+    alike. FGD reads which of its shapes' CPU sizes (`CardWorkload.cpu_cuts`) the node's free
+    CPU covers before and after the pod; FGD-balanced reads both exactly."""
+    if plan.policies.balanced:
+        return _exact_host
+    cuts, asked = _workload(plan).cpu_cuts, plan.host.cpu
+
+    def levels(host: HostResources | None) -> tuple[int, ...]:
+        if host is None:
+            return ()
+        return bisect_right(cuts, host.cpu), bisect_right(cuts, host.cpu - asked)
+
+    return levels
+
+
+def _exact_host(host: HostResources | None) -> tuple[int, ...]:
+    return () if host is None else (host.cpu, host.memory)
+
+
+def _scoring(plan: PodPlan, policy: Policy) -> CardWorkload | CardBalanced:
+    """What scores the pod's placements under `policy` (FGD or FGD-balanced)."""
+    workload = _workload(plan)
+    return workload.balanced(plan.policies.cards) if policy is Policy.FGD_BALANCED else workload
 
 
 def _workload(plan: PodPlan) -> CardWorkload:
@@ -273,7 +306,7 @@ def _candidates(
             device.memory,
         )
         candidates.append((full if binpack else -full, device, memory, cores, slot, used))
-    if plan.policies.gpu is Policy.FGD and candidates:
+    if plan.policies.gpu in FRAGMENTATION_POLICIES and candidates:
         candidates = _fgd_ranked(plan, node, taken, candidates)
     candidates.sort(key=lambda c: (-c[0], c[1].index, c[1].uuid))
     return candidates, rejected

@@ -111,6 +111,18 @@ def milli_cores(raw: Any) -> int:
     return _scaled(raw, _PER_CORE)
 
 
+def mebibytes(raw: Any) -> int:
+    """A memory quantity (`16Gi`, `3152Mi`, `"1e9"`; a bare number counts bytes, as in a pod)
+    in MiB, rounded up; ValueError says why it is not one.
+
+    >>> mebibytes("16Gi"), mebibytes("3152Mi"), mebibytes(1)
+    (16384, 3152, 1)
+    """
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str | Decimal):
+        raise ValueError("is not a memory quantity")
+    return _scaled(raw, _PER_BYTE)
+
+
 def _amount(container: Container, resource: str, scale: Decimal) -> int:
     raw = container.requests.get(resource)
     if raw is None:

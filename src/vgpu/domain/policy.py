@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.errors import CodecError, PolicyError
+from vgpu.domain.fragmentation.card_balanced import CardCounts
 from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.scoring_weights import DEFAULT_WEIGHTS, ScoringWeights, weights_from_annotations
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION, NODE_POLICY_ANNOTATION
@@ -20,11 +21,17 @@ TOPOLOGY_AWARE = "topology-aware"
 class Policy(StrEnum):
     """A node or GPU scheduling policy, as HAMi's annotations and settings name it: `binpack`
     fills the fullest node or card first, `spread` the emptiest, `fgd` (vgpu's own) the one
-    that strands the fewest slices for the pods seen lately."""
+    that strands the fewest slices for the typical pod shapes, `fgd-balanced` (vgpu's own)
+    likewise counting the slices a node's CPU and memory cannot serve and the card types
+    pinned pods need."""
 
     BINPACK = "binpack"
     SPREAD = "spread"
     FGD = "fgd"  # fragmentation gradient descent (vgpu.domain.fragmentation), vgpu's own
+    FGD_BALANCED = "fgd-balanced"  # vgpu.domain.fragmentation.balanced
+
+
+FRAGMENTATION_POLICIES = frozenset({Policy.FGD, Policy.FGD_BALANCED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +46,17 @@ class PodPolicies:
     topology: bool = False  # `topology-aware`: choose among all fitting cards by NVLink scores
     weights: ScoringWeights = DEFAULT_WEIGHTS
     workload: CardWorkload | None = None  # the shapes FGD weighs (`plan_pod` sets them)
+    cards: CardCounts = ()  # the cluster's cards per kind, for FGD-balanced (`plan_pod` sets them)
 
     @property
     def fragmentation(self) -> bool:
-        """Whether FGD places the pod's node or cards."""
-        return self.node is Policy.FGD or self.gpu is Policy.FGD
+        """Whether FGD or FGD-balanced places the pod's node or cards."""
+        return self.node in FRAGMENTATION_POLICIES or self.gpu in FRAGMENTATION_POLICIES
+
+    @property
+    def balanced(self) -> bool:
+        """Whether FGD-balanced places the pod's node or cards."""
+        return Policy.FGD_BALANCED in (self.node, self.gpu)
 
 
 def parse_policy(text: str, field: str = "policy") -> Policy:

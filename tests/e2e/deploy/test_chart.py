@@ -149,10 +149,13 @@ def test_fgd_and_its_fragmentation_settings_reach_the_scheduler_as_given(tmp_pat
     assert scheduler_settings(render("default"), tmp_path).fragmentation == Fragmentation()
 
 
-def test_typical_shapes_and_the_prioritize_weight_reach_the_schedulers(tmp_path: Path) -> None:
+def test_fgd_balanced_typical_shapes_and_the_prioritize_weight_reach_the_schedulers(
+    tmp_path: Path,
+) -> None:
     values = tmp_path / "typical.yaml"
     shapes = [
-        {"gpus": 1, "memoryPercent": 81, "cores": 81, "cpu": "3152m", "weight": 1047},
+        {"gpus": 1, "memoryPercent": 81, "cores": 81, "cpu": "3152m", "hostMemory": "16Gi",
+         "weight": 1047},
         {"gpus": 0, "cpu": 12.5, "weight": 366},
     ]
     values.write_text(
@@ -161,19 +164,31 @@ def test_typical_shapes_and_the_prioritize_weight_reach_the_schedulers(tmp_path:
                 "scheduler": {
                     "combineScores": True,
                     "prioritizeWeight": 150,
+                    "defaultSchedulerPolicy": {
+                        "nodeSchedulerPolicy": "fgd-balanced",
+                        "gpuSchedulerPolicy": "fgd-balanced,numa",
+                    },
                     "fragmentation": {"typicalShapes": shapes},
                 }
             }
         )
     )
     objects = template(values)
-    given = scheduler_settings(objects, tmp_path).fragmentation.given_shapes()
-    assert given == [
+    settings = scheduler_settings(objects, tmp_path)
+    policies = settings.scheduling().policies
+    assert (policies.node, policies.gpu, policies.numa) == (
+        Policy.FGD_BALANCED,
+        Policy.FGD_BALANCED,
+        True,
+    )
+    assert settings.fragmentation.given_shapes() == [
         TypicalShape.model_validate(
-            {"gpus": 1, "memory_percent": 81, "cores": 81, "cpu": "3152m", "weight": 1047}
+            {"gpus": 1, "memory_percent": 81, "cores": 81, "cpu": "3152m", "host_memory": "16Gi",
+             "weight": 1047}
         ),
         TypicalShape.model_validate({"gpus": 0, "cpu": "12500m", "weight": 366}),
     ]
+    assert settings.fragmentation.given_shapes()[0].host_memory == 16384  # MiB
     kube = yaml.safe_load(one(objects, "ConfigMap", "vgpu-scheduler")["data"]["config.yaml"])
     assert kube["extenders"][0]["weight"] == 150
 
@@ -184,6 +199,10 @@ def test_typical_shapes_and_the_prioritize_weight_reach_the_schedulers(tmp_path:
         ({"window": 0}, "/scheduler/fragmentation/window"),
         ({"typicalShapes": [{"cpu": "3 cores"}]}, "/scheduler/fragmentation/typicalShapes/0/cpu"),
         ({"typicalShapes": [{"gpus": -1}]}, "/scheduler/fragmentation/typicalShapes/0/gpus"),
+        (
+            {"typicalShapes": [{"hostMemory": "16 GiB"}]},
+            "/scheduler/fragmentation/typicalShapes/0/hostMemory",
+        ),
         ({"coverage": 1.5}, "/scheduler/fragmentation/coverage"),
         ({"tolerance": -0.1}, "/scheduler/fragmentation/tolerance"),
         ({"seedShapes": [{"gpus": 1, "memoryPercnt": 5}]}, "/scheduler/fragmentation/seedShapes/0"),

@@ -1,13 +1,16 @@
-"""The live scheduler's `fgd` places Alibaba's openb trace where the replay's FGD does, pod for
-pod and card for card, through HTTP `/filter` and `/bind` (kube-scheduler's calls), with the
-nodes' CPU and memory and the pods' requests counted as the replay counts them.
+"""The live scheduler's `fgd` and `fgd-balanced` place Alibaba's openb trace where the replay
+does, pod for pod and card for card, through HTTP `/filter` and `/bind` (kube-scheduler's
+calls), with the nodes' CPU and memory and the pods' requests counted as the replay counts them.
 
-A tenth of the openb nodes keeps this under a few seconds; `bench/fgd_trace_http.py` drives
-the whole trace.
+A tenth of the openb nodes keeps each run to a few seconds; `bench/fgd_trace_http.py` drives
+the whole trace. `gpuspec33` pins a third of the GPU pods to card models, which FGD-balanced's
+claims price (from the cluster's cards the scheduler counts), so it runs there too.
 """
 
 import random
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.scheduler.conftest import Launch
 from tests.e2e.scheduler.trace_driver import (
@@ -22,24 +25,28 @@ from vgpu.app.simulate.trace.files import read_nodes, read_pods, shipped_nodes, 
 from vgpu.app.simulate.trace.index import NodeIndex
 from vgpu.app.simulate.trace.protocol import arrivals, node_ranks
 from vgpu.app.simulate.trace.replay import Trace
-from vgpu.domain.fragmentation import MILLI, Fgd
+from vgpu.domain.fragmentation import MILLI, PaperPolicy, placement_policy
 
 
-def test_fgd_over_http_makes_the_replays_decisions_pod_for_pod(
-    launch: Launch, tmp_path: Path
+@pytest.mark.parametrize(
+    ("policy", "workload"),
+    [("fgd", "default"), ("fgd-balanced", "default"), ("fgd-balanced", "gpuspec33")],
+)
+def test_the_live_policy_over_http_makes_the_replays_decisions_pod_for_pod(
+    launch: Launch, tmp_path: Path, policy: str, workload: str
 ) -> None:
-    trace = Trace.of("default", read_nodes(shipped_nodes()), read_pods(shipped_pods("default")))
+    pods = Path(str(shipped_pods(workload)))
+    trace = Trace.of(workload, read_nodes(shipped_nodes()), read_pods(pods))
     nodes = trace.nodes[::10]  # 122 nodes of every model but A10 (2 nodes)
     cards = sum(len(n.free) for n in nodes)
     rng = random.Random(42)
     stream = until_arrived(arrivals(trace.pods, cards * MILLI, rng), cards, 100)
     ranks = node_ranks(len(nodes), rng)
     ordered = [node for _, node in sorted(zip(ranks, nodes, strict=True), key=lambda x: x[0])]
-    replay = NodeIndex(ordered, range(len(ordered)), Fgd(trace.workload))
+    rules = placement_policy(PaperPolicy(policy), trace.workload, rng, ordered)
+    replay = NodeIndex(ordered, range(len(ordered)), rules)
     path = cluster_file(tmp_path / "cluster.json", ordered)
-    scheduler = launch(
-        "--fake-cluster", str(path), env=start_env("fgd", Path(str(shipped_pods("default"))))
-    )
+    scheduler = launch("--fake-cluster", str(path), env=start_env(policy, pods))
     extender = Extender(scheduler.extender_port)
     try:
         outcome = drive(extender, ordered, stream, replay)

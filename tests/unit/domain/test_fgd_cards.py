@@ -185,6 +185,21 @@ def test_a_pod_asks_for_fgd_by_annotation_and_gets_the_schedulers_shapes() -> No
         pod_policies({"hami.io/node-scheduler-policy": "fdg"}, PodPolicies())
 
 
+def test_a_pod_asks_for_fgd_balanced_by_annotation_and_gets_the_clusters_cards() -> None:
+    annotations = {"hami.io/gpu-scheduler-policy": "binpack,fgd-balanced"}
+    policies = pod_policies(annotations, PodPolicies())
+    assert (policies.node, policies.gpu) == (Policy.BINPACK, Policy.FGD_BALANCED)
+    assert policies.fragmentation and policies.balanced
+    counts = ((("NVIDIA T4", T4, 100), 8),)
+    config = SchedulingConfig(recent_shapes=lambda: WORKLOAD, card_counts=lambda: counts)
+    plan = plan_pod(pod(container(gpu=1, pct=20, cores=20), annotations=annotations), config)
+    assert plan is not None
+    assert (plan.policies.workload, plan.policies.cards) == (WORKLOAD, counts)
+    fgd = {"hami.io/gpu-scheduler-policy": "fgd"}
+    plain = plan_pod(pod(container(gpu=1, pct=20, cores=20), annotations=fgd), config)
+    assert plain is not None and plain.policies.cards == ()  # FGD does not weigh them
+
+
 def test_docstring_examples_hold() -> None:
     result = doctest.testmod(cards)
     assert result.failed == 0 and result.attempted > 0

@@ -4,12 +4,13 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.unit.scheduler.builders import World, gpu_node, manifest, world
 from vgpu.app.scheduler.config import ConfigError, SchedulerConfig, load_config
-from vgpu.domain import ClusterNode, Policy
+from vgpu.domain import NVIDIA, ClusterNode, Device, Policy, encode_node_devices
 from vgpu.domain.fragmentation.cards import CardShape
 from vgpu.domain.host import HostResources
 
@@ -110,6 +111,63 @@ def test_fgd_weighs_the_cpu_left_on_nodes_by_every_pod_bound_there() -> None:
     assert placed(w, "p2")[0] == "a"  # 9 CPUs left there now: a and b alike, a by name
 
 
+# pods of the typical shape take half a card and 8 GiB of host memory
+MEMORY_BOUND = {"typical_shapes": [{"memory_percent": 50, "cores": 50, "host_memory": "8Gi"}]}
+
+
+def with_memory(pod: dict[str, Any], memory: str) -> dict[str, Any]:
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"memory": memory}
+    return pod
+
+
+@pytest.mark.parametrize(("policy", "chosen"), [("fgd", "a"), ("fgd-balanced", "b")])
+def test_fgd_balanced_weighs_the_host_memory_left_where_fgd_does_not(
+    policy: str, chosen: str
+) -> None:
+    nodes = (gpu_node("a", cards=1), gpu_node("b", cards=1))
+    w = world(
+        replace(nodes[0], allocatable={"cpu": "100", "memory": "10Gi"}),
+        replace(nodes[1], allocatable={"cpu": "100", "memory": "100Gi"}),
+        node_policy=policy,
+        gpu_policy=policy,
+        fragmentation=MEMORY_BOUND,
+    )
+    w.filter(with_memory(manifest("p1", gpu=1, gpumem_percentage=50, gpucores=50), "4Gi"), "a", "b")
+    # on a, 6 GiB would be left, too little for the typical shape: FGD-balanced counts the
+    # other half card stranded there and takes b; FGD reads no memory: a and b alike, a by name
+    assert placed(w, "p1")[0] == chosen
+
+
+def typed_node(name: str, card_type: str, cards: int) -> ClusterNode:
+    devices = [Device(f"GPU-{name}-{i}", i, card_type, 10, 24000) for i in range(cards)]
+    return ClusterNode(name, {NVIDIA.register_annotation: encode_node_devices(devices)})
+
+
+def test_fgd_balanced_keeps_pods_free_to_go_anywhere_off_the_cards_pinned_pods_need() -> None:
+    # half the pods take half of any card, half a whole T4; the cluster has 2 T4 and 8 L4 cards
+    shapes = [
+        {"memory_percent": 50, "cores": 50},
+        {"memory_percent": 100, "cores": 100, "gputype": "T4"},
+    ]
+    w = world(
+        typed_node("a", "NVIDIA T4", 2),
+        typed_node("b", "NVIDIA L4", 8),
+        node_policy="fgd-balanced",
+        gpu_policy="fgd-balanced",
+        fragmentation={"typical_shapes": shapes},
+    )
+    on_t4 = {"nvidia.com/use-gputype": "T4"}
+    half = {"gpu": 1, "gpumem_percentage": 50, "gpucores": 50}
+    w.filter(manifest("p0", annotations=on_t4, **half), "a", "b")
+    assert placed(w, "p0")[0] == "a"
+    w.filter(manifest("p1", **half), "a", "b")
+    # filling a's half card drops fragmentation as much as taking GPU on b the T4 shape cannot
+    # use anyway (FGD: a tie, a by name); the T4 shape asks 2/3 of the GPU for 1/5 of the
+    # cards, so FGD-balanced prices each T4 milli at 10/3 and takes b
+    assert placed(w, "p1")[0] == "b"
+    assert w.state.card_counts() == ((("NVIDIA L4", 24000, 100), 8), (("NVIDIA T4", 24000, 100), 2))
+
+
 def test_a_finished_pod_gives_its_cpu_back_and_an_unreadable_allocatable_counts_as_enough(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -131,7 +189,18 @@ def test_the_window_learns_each_pods_cpu_and_given_shapes_replace_it() -> None:
     before = given.container.shapes().current()
     given.filter(manifest("p1", gpu=1, gpumem_percentage=30, gpucores=30, cpu="2"), "a")
     assert given.container.shapes().current() is before
-    assert before.shapes == ((CardShape(1, memory_percent=50, cores=50, cpu=8000), 1000),)
+    # weights in their lowest terms: a trace's shapes weigh its own counts
+    assert before.shapes == ((CardShape(1, memory_percent=50, cores=50, cpu=8000), 1),)
+
+
+def test_the_window_learns_the_mean_host_memory_of_pods_alike_but_for_it() -> None:
+    learned = world(gpu_node("a", cards=8), fragmentation={"window": 4, "refresh": 1})
+    for name, memory in (("p1", "1Gi"), ("p2", "3Gi"), ("p3", "5Gi")):
+        pod = manifest(name, gpu=1, gpumem_percentage=30, gpucores=30, cpu="2")
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"memory": memory}
+        learned.filter(pod, "a")
+    shape = CardShape(1, memory_percent=30, cores=30, cpu=2000, host_memory=3072)
+    assert learned.container.shapes().current().shapes == ((shape, 3000),)
 
 
 def test_typical_shapes_come_from_a_trace_as_the_replay_takes_them(tmp_path: Path) -> None:
@@ -143,11 +212,11 @@ def test_typical_shapes_come_from_a_trace_as_the_replay_takes_them(tmp_path: Pat
     config = SchedulerConfig.model_validate({"fragmentation": {"typical_shapes_file": trace}})
     assert [s.model_dump() for s in config.fragmentation.given_shapes()] == [
         {"gpus": 1, "memory": 0, "memory_percent": 46, "cores": 46, "gputype": "", "cpu": 4000,
-         "weight": 2.0},
+         "host_memory": 100, "weight": 2.0},
         {"gpus": 2, "memory": 0, "memory_percent": 100, "cores": 100, "gputype": "P100,T4",
-         "cpu": 12000, "weight": 1.0},
+         "cpu": 12000, "host_memory": 100, "weight": 1.0},
         {"gpus": 0, "memory": 0, "memory_percent": 1, "cores": 0, "gputype": "", "cpu": 32000,
-         "weight": 1.0},
+         "host_memory": 1, "weight": 1.0},
     ]
 
 
@@ -155,6 +224,8 @@ def test_typical_shapes_come_from_a_trace_as_the_replay_takes_them(tmp_path: Pat
     ("fragmentation", "field"),
     [
         ({"typical_shapes": [{"cpu": "lots"}]}, "fragmentation.typical_shapes[0].cpu"),
+        ({"typical_shapes": [{"host_memory": "-1Gi"}]}, "typical_shapes[0].host_memory"),
+        ({"seed_shapes": [{"host_memory": "lots"}]}, "fragmentation.seed_shapes[0].host_memory"),
         ({"typical_shapes": [{"gpus": 65}]}, "fragmentation.typical_shapes[0].gpus"),
         ({"seed_shapes": [{"gpus": 0}]}, "fragmentation.seed_shapes[0].gpus"),
         (

@@ -67,11 +67,13 @@ def test_binpack_keeps_whole_cards_free_where_spread_strands_a_training_pod() ->
     for gpu in Policy:
         simulation, _ = run(cluster(gpus=2, duration="1h"), pods, PolicyPair(Policy.BINPACK, gpu))
         outcomes[gpu] = simulation.pods[-1].state
-    # FGD: the second small pod strands nothing on either card, so it takes the lowest index
+    # FGD and FGD-balanced: the second small pod strands nothing on either card, so it takes
+    # the lowest index
     assert outcomes == {
         Policy.BINPACK: State.RUNNING,
         Policy.SPREAD: State.PENDING,
         Policy.FGD: State.RUNNING,
+        Policy.FGD_BALANCED: State.RUNNING,
     }
 
 

@@ -166,7 +166,8 @@ def test_an_unknown_policy_names_both_forms_and_what_a_trace_takes(
         simulate(*trace, "--policy", f"fgd,{word}")
     err = capsys.readouterr().err
     assert (
-        f"'{word}' is not a policy: give NODE/GPU pairs of binpack, spread, fgd such as binpack/spread"
+        f"'{word}' is not a policy: give NODE/GPU pairs of binpack, spread, fgd, fgd-balanced such "
+        "as binpack/spread"
         in err
     )
     assert (

@@ -26,13 +26,11 @@ def test_the_printed_value_holds_the_shapes_the_scheduler_reads_from_the_trace(
     printed = yaml.safe_load(capsys.readouterr().out)["typicalShapes"]
     # the commonest (4 pods each), the largest of them first: two whole cards
     assert printed[0] == {
-        "gpus": 2, "memoryPercent": 100, "cores": 100, "cpu": "3152m", "gputype": "P100,T4",
-        "weight": 4,
+        "gpus": 2, "memoryPercent": 100, "cores": 100, "cpu": "3152m", "hostMemory": "4096Mi",
+        "gputype": "P100,T4", "weight": 4,
     }
-    as_config = [
-        {key.replace("memoryPercent", "memory_percent"): v for key, v in shape.items()}
-        for shape in printed
-    ]
+    snake = {"memoryPercent": "memory_percent", "hostMemory": "host_memory"}
+    as_config = [{snake.get(key, key): v for key, v in shape.items()} for shape in printed]
     given = SchedulerConfig.model_validate({"fragmentation": {"typical_shapes": as_config}})
     read = SchedulerConfig.model_validate({"fragmentation": {"typical_shapes_file": pods}})
     assert given.fragmentation.given_shapes() == read.fragmentation.given_shapes()

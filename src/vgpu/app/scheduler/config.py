@@ -43,9 +43,10 @@ from vgpu.domain import (
     pod_policies,
 )
 from vgpu.domain.dra import DEFAULT_DRIVER, DraAdmissionConfig
+from vgpu.domain.fragmentation.card_balanced import CardCounts
 from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.domain.handshake import HamiVersion
-from vgpu.domain.host import milli_cores
+from vgpu.domain.host import mebibytes, milli_cores
 from vgpu.domain.vendor import GPU_POLICY_ANNOTATION
 
 __all__ = [
@@ -80,6 +81,16 @@ def _milli_cores(value: object) -> int:
 CpuQuantity = Annotated[int, BeforeValidator(_milli_cores)]  # `3152m`, `4`: in milli-cores
 
 
+def _mebibytes(value: object) -> int:
+    try:
+        return mebibytes(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} {exc}") from None
+
+
+MemoryQuantity = Annotated[int, BeforeValidator(_mebibytes)]  # `16Gi`, `3152Mi`: in MiB
+
+
 class ResourceNames(_Model):
     """Extended resource names pods use, and the vendor word written into grants."""
 
@@ -101,8 +112,8 @@ class Defaults(_Model):
 
 
 class SeedShape(_Model):
-    """A pod shape the cluster is known to run (one container's request and its pod's CPU),
-    and how common it is relative to the other shapes."""
+    """A pod shape the cluster is known to run (one container's request and its pod's CPU and
+    host memory), and how common it is relative to the other shapes."""
 
     gpus: int = Field(default=1, ge=1, le=64)
     memory: int = Field(default=0, ge=0, le=2**31 - 1)  # MiB per card; 0: memory_percent
@@ -110,6 +121,7 @@ class SeedShape(_Model):
     cores: int = Field(default=0, ge=0, le=100)
     gputype: str = ""  # card types it accepts, as nvidia.com/use-gputype
     cpu: CpuQuantity = 0  # the pod's CPU request, in milli-cores once read
+    host_memory: MemoryQuantity = 0  # the pod's memory request, in MiB once read
     weight: float = Field(default=1.0, gt=0)
 
 
@@ -379,9 +391,12 @@ class SchedulerConfig(_Model):
         )
 
     def scheduling(
-        self, recent_shapes: Callable[[], CardWorkload] | None = None
+        self,
+        recent_shapes: Callable[[], CardWorkload] | None = None,
+        card_counts: Callable[[], CardCounts] | None = None,
     ) -> SchedulingConfig:
-        """The domain's settings; `recent_shapes` gives what FGD weighs now (a ShapeWindow's)."""
+        """The domain's settings; `recent_shapes` gives what FGD weighs now (a ShapeWindow's),
+        `card_counts` the cluster's cards (the ledger's)."""
         d = self.defaults
         return SchedulingConfig(
             vendor=self.vendor(),
@@ -393,6 +408,7 @@ class SchedulerConfig(_Model):
             ),
             policies=default_policies(self.node_policy, self.gpu_policy),
             recent_shapes=recent_shapes,
+            card_counts=card_counts,
         )
 
     def admission(self) -> AdmissionConfig:

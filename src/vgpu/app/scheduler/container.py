@@ -311,7 +311,9 @@ class SchedulerContainer(containers.DeclarativeContainer):
         vendor,
         providers.Callable(lambda c: c.scheduling().policies.fragmentation, config),
     )
-    scheduling = providers.Singleton(lambda c, w: c.scheduling(w.current), config, shapes)
+    scheduling = providers.Singleton(
+        lambda c, w, s: c.scheduling(w.current, s.card_counts), config, shapes, state
+    )
     verb_context = providers.Singleton(
         VerbContext,
         cluster=backend.provided.port,

@@ -4,6 +4,7 @@ or else the domain's RecentShapes behind a lock (filters run on several threads)
 follows it as it changes."""
 
 import logging
+import math
 import threading
 
 from vgpu.app.scheduler.config import Fragmentation, SeedShape
@@ -25,7 +26,7 @@ class ShapeWindow:
         self._fixed: CardWorkload | None = None
         if given:
             self._fixed = CardWorkload(
-                [(card_shape(s, vendor), round(WEIGHT_UNIT * s.weight)) for s in given]
+                _lowest([(card_shape(s, vendor), round(WEIGHT_UNIT * s.weight)) for s in given])
             )
         seeds = [(card_shape(seed, vendor), seed.weight) for seed in settings.seed_shapes]
         self._recent = RecentShapes(
@@ -43,7 +44,9 @@ class ShapeWindow:
         if self._fixed is not None:
             return
         shapes = [
-            CardShape.of(r, plan.selector, plan.host.cpu) for r in plan.requests if r is not None
+            CardShape.of(r, plan.selector, plan.host.cpu, plan.host.memory)
+            for r in plan.requests
+            if r is not None
         ]
         with self._lock:
             self._recent.observe(plan.key, shapes)
@@ -69,7 +72,15 @@ def card_shape(shape: SeedShape, vendor: Vendor) -> CardShape:
         shape.cores,
         selector.use_types,
         cpu=shape.cpu,
+        host_memory=shape.host_memory,
     )
+
+
+def _lowest(weighted: list[tuple[CardShape, int]]) -> list[tuple[CardShape, int]]:
+    """The same shares in the smallest whole counts: a trace's own counts for shapes taken from
+    it, so that FGD-balanced's fractional arithmetic is the trace replay's to the last bit."""
+    common = math.gcd(*(count for _, count in weighted))
+    return [(shape, count // common) for shape, count in weighted] if common > 1 else weighted
 
 
 def describe(workload: CardWorkload) -> str:

@@ -26,6 +26,7 @@ from vgpu.domain import (
     Reason,
     Usage,
 )
+from vgpu.domain.fragmentation.card_balanced import CardCounts
 from vgpu.domain.host import HostResources
 from vgpu.domain.quota import pod_charge
 
@@ -146,6 +147,11 @@ class SchedulerState:
         with self._lock:
             candidates, broken = self._candidates(names)
             return [self.ledger.view(name, exclude_pod) for name in candidates], broken
+
+    def card_counts(self) -> CardCounts:
+        """The cluster's cards per kind (what FGD-balanced's claims weigh)."""
+        with self._lock:
+            return self.ledger.card_counts()
 
     def snapshot_views(
         self, names: Iterable[str], exclude_pod: str | None = None

@@ -223,7 +223,9 @@ class Simulation:
         if plan.policies.fragmentation:
             shapes = [CardShape.of(r, plan.selector) for r in plan.requests if r is not None]
             self._recent.observe(plan.key, shapes)
-            plan = replace(plan, policies=replace(plan.policies, workload=self._recent.current()))
+            cards = self.ledger.card_counts() if plan.policies.balanced else ()
+            policies = replace(plan.policies, workload=self._recent.current(), cards=cards)
+            plan = replace(plan, policies=policies)
         priority = int(manifest["spec"].get("priority", 0))
         pod = SimPod(len(self.pods), arrival, plan.key, namespace, plan, shape_of(plan), priority)
         pod.waiting_since = arrival.time

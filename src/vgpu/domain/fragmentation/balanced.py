@@ -30,8 +30,10 @@ on the lowest-index free ones.
 import math
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import TypeVar
 
 from vgpu.domain.fragmentation.fgd import best_cards
 from vgpu.domain.fragmentation.milli import MILLI, MilliNode, MilliPod
@@ -40,6 +42,7 @@ from vgpu.domain.fragmentation.workload import MEMO_LIMIT, MilliWorkload, Typica
 # (count, milli, cards, CPU, memory): a GPU shape as one model's nodes see it
 _Need = tuple[int, int, int, int, int]
 _ScoreKey = tuple[str, int, int, tuple[int, ...], int, int, int, int]
+M = TypeVar("M", bound=Hashable)
 
 
 def claims(shapes: Sequence[TypicalShape], cards: Mapping[str, int]) -> dict[str, float]:
@@ -50,17 +53,35 @@ def claims(shapes: Sequence[TypicalShape], cards: Mapping[str, int]) -> dict[str
     >>> claims(shapes, {"T4": 2, "G2": 8})  # T4 is 20 % of the cards, its pods 25 % of the GPU
     {'T4': 1.25, 'G2': 0.0}
     """
-    demand = sum(s.count * s.gpus * s.milli for s in shapes)
+    return model_claims(((s.count * s.gpus * s.milli, s.models or None) for s in shapes), cards)
+
+
+def model_claims(
+    demands: Iterable[tuple[int | Fraction, Collection[M] | None]], cards: Mapping[M, int]
+) -> dict[M, float]:
+    """Each card model's claim, for typical shapes given as (the GPU they ask, in milli and
+    weighted by their counts; the models they are pinned to, None for any) on a cluster with
+    `cards` cards of each model: for each pinned shape, its share of all the GPU asked divided
+    by its models' share of the cards, summed per model. A shape pinned to models the cluster
+    lacks still counts in the GPU asked.
+
+    >>> model_claims([(3000, None), (1000, {"T4", "V100"})], {"T4": 1, "V100": 1, "G2": 8})
+    {'T4': 1.25, 'V100': 1.25, 'G2': 0.0}
+    """
+    asked = list(demands)
+    demand = sum(gpu for gpu, _ in asked)
     everywhere = sum(cards.values())
     claimed = dict.fromkeys(cards, 0.0)
     if not demand or not everywhere:
         return claimed
-    for shape in shapes:
-        accepted = sum(n for model, n in cards.items() if model in shape.models)
-        if not shape.gpus or not accepted:
-            continue  # unpinned (no models), or pinned to models the cluster lacks
-        claim = shape.count * shape.gpus * shape.milli / demand * everywhere / accepted
-        for model in shape.models & claimed.keys():
+    for gpu, models in asked:
+        if models is None:
+            continue
+        accepted = sum(n for model, n in cards.items() if model in models)
+        if not gpu or not accepted:
+            continue  # no GPU, or pinned to models the cluster lacks
+        claim = float(gpu / demand) * everywhere / accepted
+        for model in claimed.keys() & set(models):
             claimed[model] += claim
     return claimed
 
@@ -80,19 +101,45 @@ class _Cards:
 
 class BalancedTable:
     """The typical shapes as the nodes of one card model see them, and the fragmentation of a
-    node state (free CPU, free memory, each card's free milli); remembered, bounded."""
+    node state (free CPU, free memory, each card's free milli); remembered, bounded.
 
-    def __init__(self, shapes: Sequence[TypicalShape], model: str, claim: float) -> None:
-        self.total = sum(s.count for s in shapes)
+    `fitting`: the shapes that may use the model's cards, with the milli each takes of one;
+    `total` counts every typical shape, `gpu_total` those that ask for GPU (the ones of them
+    not fitting strand every free card); `claim` is the model's (`model_claims`)."""
+
+    def __init__(
+        self, fitting: Sequence[TypicalShape], total: int, gpu_total: int, claim: float
+    ) -> None:
+        self.total = total
         self.claim = claim
-        fitting = [s for s in shapes if s.takes(model)]
-        self._never = sum(s.count for s in shapes if s.gpus) - sum(s.count for s in fitting)
+        self._never = gpu_total - sum(s.count for s in fitting)
         merged = Counter[tuple[int, int, int, int]]()  # equal needs pinned apart weigh as one
         for s in fitting:
             merged[s.milli, s.gpus, s.cpu, s.memory] += s.count
         self._needs: tuple[_Need, ...] = tuple((count, *need) for need, count in merged.items())
         self._cards: dict[tuple[int, ...], _Cards] = {}
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
+
+    @classmethod
+    def of_model(cls, shapes: Sequence[TypicalShape], model: str, claim: float) -> "BalancedTable":
+        """The table for the nodes of `model`, the shapes' milli the same on every model."""
+        fitting = [s for s in shapes if s.takes(model)]
+        gpu_total = sum(s.count for s in shapes if s.gpus)
+        return cls(fitting, sum(s.count for s in shapes), gpu_total, claim)
+
+    def score(self, gain: float, taken: int) -> int:
+        """FGD-balanced's score, 0..99, of a placement that lowers the node's fragmentation
+        (`fragmentation`, `total` x F_n) by `gain` and takes `taken` milli of its cards:
+        floor(100 sigma(x)), x the drop in F_n less the claim on the milli taken, in cards;
+        50 with no typical shapes.
+
+        >>> BalancedTable([], 4, 4, claim=0.5).score(gain=4000.0, taken=1000)  # x = 1 - 0.5
+        62
+        """
+        if not self.total:
+            return 50
+        x = (gain / self.total - self.claim * taken) / MILLI
+        return math.floor(100 / (1 + math.exp(-x)))
 
     def fragmentation(self, cpu: int, memory: int, free: tuple[int, ...]) -> float:
         """F_n times `total`, in milli: for each GPU shape, the free milli of the cards too small
@@ -179,7 +226,7 @@ class Balanced:
         table = self._tables.get(model)
         if table is None:
             claim = self._claims.get(model, 0.0)
-            table = self._tables[model] = BalancedTable(self._shapes, model, claim)
+            table = self._tables[model] = BalancedTable.of_model(self._shapes, model, claim)
         return table
 
     def fragmentation(self, node: MilliNode) -> float:
@@ -200,7 +247,7 @@ class Balanced:
             start = table.fragmentation(node.cpu, node.memory, free)
             cpu, memory = node.cpu - pod.cpu, node.memory - pod.memory
             best = min(table.fragmentation(cpu, memory, left) for left in _placements(free, pod))
-            known = _score(table, start - best, pod)
+            known = table.score(start - best, pod.gpu_milli)
             if len(self._scores) >= MEMO_LIMIT:
                 self._scores.clear()
             self._scores[key] = known
@@ -214,7 +261,7 @@ class Balanced:
 
         def score(left: Sequence[int]) -> int:
             after = table.fragmentation(cpu, memory, tuple(sorted(left, reverse=True)))
-            return _score(table, start - after, pod)
+            return table.score(start - after, pod.gpu_milli)
 
         return best_cards(node, pod, score)
 
@@ -236,12 +283,3 @@ def _placements(free: tuple[int, ...], pod: MilliPod) -> list[tuple[int, ...]]:
         left[i] = room - pod.milli
         options.append(tuple(sorted(left, reverse=True)))
     return options
-
-
-def _score(table: BalancedTable, gain: float, pod: MilliPod) -> int:
-    """floor(100 sigma(x)), x the drop in fragmentation less the claim on the cards taken, in
-    cards (`gain` is a drop in `total` x F_n)."""
-    if not table.total:
-        return 50
-    x = (gain / table.total - table.claim * pod.gpu_milli) / MILLI
-    return math.floor(100 / (1 + math.exp(-x)))

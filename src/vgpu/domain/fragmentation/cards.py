@@ -8,18 +8,27 @@ For a share of `m` milli asked the openb way (`gpucores` = `gpumem-percentage` =
 are exactly `m`, so the scheduler scores as the trace replay does. A shape's CPU counts as the
 replay's does: a node whose free CPU is below it cannot take the shape (a node whose CPU is not
 known is taken to have enough for every shape); a shape of no cards (a CPU-only pod) never fits
-and strands all the free GPU.
+and strands all the free GPU. A shape's host memory is FGD-balanced's alone
+(`card_balanced.py`), as its card kinds' counts in the cluster are.
 """
 
 import math
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
+from vgpu.domain.fragmentation.card_balanced import (
+    CardBalanced,
+    CardCounts,
+    CardKind,
+    Host,
+    card_kind,
+    fitting_shapes,
+)
 from vgpu.domain.fragmentation.fgd import gain_score, score_change
 from vgpu.domain.fragmentation.milli import MILLI
-from vgpu.domain.fragmentation.workload import COVERAGE, ShapeTable, TypicalShape, commonest
+from vgpu.domain.fragmentation.workload import COVERAGE, ShapeTable, commonest
 from vgpu.domain.request import ContainerRequest
 from vgpu.domain.selectors import CardSelector
 
@@ -32,7 +41,7 @@ TOLERANCE = 0.05  # shares that move less keep the typical shapes as they are
 @dataclass(frozen=True, slots=True)
 class CardShape:
     """What one container asks of each card it gets, which card types it accepts, and the CPU
-    (milli-cores) its pod asks of the node."""
+    (milli-cores) and host memory (MiB) its pod asks of the node."""
 
     count: int
     memory: int = 0  # MiB per card; 0: `memory_percent` of the card
@@ -41,9 +50,16 @@ class CardShape:
     use_types: tuple[tuple[str, ...], ...] = ()
     avoid_types: tuple[tuple[str, ...], ...] = ()
     cpu: int = 0
+    host_memory: int = 0
 
     @classmethod
-    def of(cls, request: ContainerRequest, selector: CardSelector, cpu: int = 0) -> "CardShape":
+    def of(
+        cls,
+        request: ContainerRequest,
+        selector: CardSelector,
+        cpu: int = 0,
+        host_memory: int = 0,
+    ) -> "CardShape":
         return cls(
             request.count,
             request.memory,
@@ -52,7 +68,13 @@ class CardShape:
             selector.use_types,
             selector.avoid_types,
             cpu,
+            host_memory,
         )
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the shape names the card types it takes or avoids."""
+        return bool(self.use_types or self.avoid_types)
 
     def taken_on(self, device: Device) -> int:
         """The milli one slice takes of `device`."""
@@ -120,9 +142,10 @@ class CardWorkload:
     def __init__(self, shapes: Sequence[tuple[CardShape, int]]) -> None:
         self.shapes = tuple(shapes)
         self._total = sum(count for _, count in shapes)
-        self._tables: dict[tuple[str, int, int], ShapeTable] = {}
+        self._tables: dict[CardKind, ShapeTable] = {}
         self._hash = hash(self.shapes)
         self._cuts: tuple[int, ...] | None = None
+        self._balanced: CardBalanced | None = None
 
     # equal shapes score alike: pods planned apart with the same shapes share what a ledger
     # remembers per pod shape
@@ -141,16 +164,21 @@ class CardWorkload:
             cuts = self._cuts = tuple(sorted({shape.cpu for shape, _ in self.shapes}))
         return cuts
 
+    def balanced(self, cards: CardCounts) -> CardBalanced:
+        """FGD-balanced against these shapes on a cluster with these cards (the last asked for
+        is kept: its tables remember node states)."""
+        kept = self._balanced
+        if kept is None or kept.cards != cards:
+            kept = self._balanced = CardBalanced(self.shapes, cards)
+        return kept
+
     def table_for(self, device: Device) -> ShapeTable:
-        kind = (device.type, device.memory, device.cores)
+        kind = card_kind(device)
         table = self._tables.get(kind)
         if table is None:
-            fitting = [
-                TypicalShape(count, shape.count, shape.taken_on(device), shape.cpu)
-                for shape, count in self.shapes
-                if shape.accepts(device)
-            ]
-            table = self._tables[kind] = ShapeTable(fitting, self._total)
+            table = self._tables[kind] = ShapeTable(
+                fitting_shapes(self.shapes, device), self._total
+            )
         return table
 
     def score(
@@ -158,27 +186,27 @@ class CardWorkload:
         devices: Sequence[Device],
         before: Sequence[int],
         after: Sequence[int],
-        cpu: int | None = None,
-        cpu_after: int | None = None,
+        host: Host = None,
+        host_after: Host = None,
     ) -> int:
         """FGD's score (0..99) for a node of these cards whose free shares go from `before` to
-        `after` and whose free CPU goes from `cpu` to `cpu_after` (None: enough for every
-        shape); its first card's kind stands for the node's."""
+        `after` and whose free CPU and memory go from `host` to `host_after` (None: enough for
+        every shape; FGD reads only the CPU); its first card's kind stands for the node's."""
         table = self.table_for(devices[0])
-        return score_change(table, _level(table, cpu), before, _level(table, cpu_after), after)
+        return score_change(table, _level(table, host), before, _level(table, host_after), after)
 
     def card_scores(
         self,
         devices: Sequence[Device],
         before: Sequence[int],
         changes: Sequence[tuple[int, int]],
-        cpu: int | None = None,
-        cpu_after: int | None = None,
+        host: Host = None,
+        host_after: Host = None,
     ) -> list[int]:
         """`score` for each (card position, its free share after) change on its own."""
         table = self.table_for(devices[0])
-        start = table.fragmentation(_level(table, cpu), tuple(sorted(before, reverse=True)))
-        level = _level(table, cpu_after)
+        start = table.fragmentation(_level(table, host), tuple(sorted(before, reverse=True)))
+        level = _level(table, host_after)
         scores = []
         for position, share in changes:
             after = list(before)
@@ -201,7 +229,10 @@ class RecentShapes:
     `seeds` (shapes a cluster knows it runs, with relative weights) fill the rest of it. The
     typical shapes are worked out again every `refresh` new pods, and replace the current ones
     only when the shares moved by more than `tolerance` (total variation distance): a
-    scheduler's remembered answers, which new shapes void, last while the workload holds."""
+    scheduler's remembered answers, which new shapes void, last while the workload holds.
+    Host memory is not part of a shape, as in the trace replay: pods alike but for it count as
+    one shape, whose host memory is the mean of theirs (a mean that moves by more than
+    `tolerance` of itself replaces the shapes too)."""
 
     def __init__(
         self,
@@ -219,6 +250,7 @@ class RecentShapes:
         self._recent: deque[tuple[str, tuple[CardShape, ...]]] = deque()
         self._keys: set[str] = set()
         self._counts: Counter[CardShape] = Counter()
+        self._memory: Counter[CardShape] = Counter()  # host memory summed, per shape
         self._unseen = 0  # pods seen since the typical shapes were worked out
         self._current = CardWorkload(())
         self._current = self._typical()
@@ -230,16 +262,21 @@ class RecentShapes:
         kept = tuple(shapes)
         self._recent.append((pod, kept))
         self._keys.add(pod)
-        self._counts.update(kept)
+        for shape in kept:
+            key = _key(shape)
+            self._counts[key] += 1
+            self._memory[key] += shape.host_memory
         if len(self._recent) > self._window:
             gone, old = self._recent.popleft()
             self._keys.discard(gone)
             for shape in old:  # a shape no pod in the window has any more leaves the counts
-                left = self._counts[shape] - 1
+                key = _key(shape)
+                left = self._counts[key] - 1
+                self._memory[key] -= shape.host_memory
                 if left:
-                    self._counts[shape] = left
+                    self._counts[key] = left
                 else:
-                    del self._counts[shape]
+                    del self._counts[key], self._memory[key]
         self._unseen += 1
         if self._unseen >= self._refresh:
             self._current = self._typical()
@@ -255,15 +292,24 @@ class RecentShapes:
         self._unseen = 0
         # in thousandths of a pod, as seeds fill the window's room in proportion to weights
         counts = {shape: n * 1000 for shape, n in self._counts.items()}
+        memory = {shape: n * 1000 for shape, n in self._memory.items()}
         room = self._window - len(self._recent)
         weights = sum(weight for _, weight in self._seeds)
         if room > 0 and weights > 0:
             for shape, weight in self._seeds:
-                counts[shape] = counts.get(shape, 0) + round(1000 * room * weight / weights)
+                key, share = _key(shape), round(1000 * room * weight / weights)
+                counts[key] = counts.get(key, 0) + share
+                memory[key] = memory.get(key, 0) + share * shape.host_memory
         kept = commonest(counts, self._coverage, _size)
-        if self._current.shapes and _moved(self._current.shapes, kept) <= self._tolerance:
+        typical = [(_with_memory(key, memory[key], n), n) for key, n in kept]
+        current = self._current.shapes
+        if (
+            current
+            and _moved(current, kept) <= self._tolerance
+            and _memory_moved(current, typical) <= self._tolerance
+        ):
             return self._current  # about the same shapes: answers remembered stay good
-        return CardWorkload(kept)
+        return CardWorkload(typical)
 
 
 def _moved(old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, int]]) -> float:
@@ -278,16 +324,47 @@ def _moved(old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, 
     for weighted, sign in ((old, -1.0), (new, 1.0)):
         total = sum(count for _, count in weighted)
         for shape, count in weighted:
-            shares[shape] = shares.get(shape, 0.0) + sign * count / total
+            key = _key(shape)
+            shares[key] = shares.get(key, 0.0) + sign * count / total
     return sum(abs(v) for v in shares.values()) / 2
+
+
+def _memory_moved(
+    old: Sequence[tuple[CardShape, int]], new: Sequence[tuple[CardShape, int]]
+) -> float:
+    """How far the host memory of shapes in both moved, relative to the larger: the most.
+
+    >>> a = CardShape(1, cores=10)
+    >>> _memory_moved([(replace(a, host_memory=900), 1)], [(replace(a, host_memory=1000), 1)])
+    0.1
+    """
+    was = {_key(shape): shape.host_memory for shape, _ in old}
+    moved = 0.0
+    for shape, _ in new:
+        before = was.get(_key(shape))
+        larger = max(before or 0, shape.host_memory)
+        if before is not None and larger:
+            moved = max(moved, abs(shape.host_memory - before) / larger)
+    return moved
+
+
+def _with_memory(key: CardShape, memory: int, count: int) -> CardShape:
+    """The shape with the mean host memory of its pods (`memory` summed over `count`)."""
+    mean = round(memory / count) if count else 0
+    return replace(key, host_memory=mean) if mean else key
+
+
+def _key(shape: CardShape) -> CardShape:
+    """The shape as the window counts it: its host memory aside."""
+    return replace(shape, host_memory=0) if shape.host_memory else shape
 
 
 def _size(shape: CardShape) -> tuple[object, ...]:
     return shape.count, shape.cores, shape.memory, shape.memory_percent, shape.cpu, shape.use_types
 
 
-def _level(table: ShapeTable, cpu: int | None) -> int:
-    return table.level(_ANY_CPU if cpu is None else cpu)
+def _level(table: ShapeTable, host: Host) -> int:
+    return table.level(_ANY_CPU if host is None else host[0])
 
 
 def _share(free: int, whole: int) -> int:

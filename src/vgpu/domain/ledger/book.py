@@ -5,6 +5,7 @@ The scheduler owns one Ledger, feeds it node and pod events, and asks it for dec
 (`Ledger.decide`, indexed) or for `NodeView`s to hand to `decide`.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import reduce
@@ -14,6 +15,7 @@ from vgpu.domain.decision import Decision
 from vgpu.domain.device import IDLE, MIG_MODE, Device, Usage
 from vgpu.domain.errors import LedgerError, brief
 from vgpu.domain.fit import NO_SCORES, NodeView, PodPlan
+from vgpu.domain.fragmentation.card_balanced import CardCounts, card_kind
 from vgpu.domain.grant import PodGrants, overlapping_instances, pod_footprint
 from vgpu.domain.host import HostResources
 from vgpu.domain.initrelease import hold_after_init
@@ -48,6 +50,7 @@ class Ledger:
         self._pods: dict[str, PodAllocation] = {}
         self._host = HostBook()
         self._index = LedgerIndex()
+        self._card_counts: CardCounts | None = None  # worked out on first need after a change
 
     # nodes -----------------------------------------------------------------------------------
     def set_node(
@@ -69,6 +72,8 @@ class Ledger:
             and self._pair_scores.get(node) == scores
         ):
             return
+        if self._devices.get(node) != cards:
+            self._card_counts = None
         self._devices[node] = cards
         self._cordoned[node] = cordoned
         self._pair_scores[node] = scores
@@ -77,6 +82,8 @@ class Ledger:
 
     def remove_node(self, node: str) -> None:
         """Forget a node's cards; its pods' usage stays until they are released."""
+        if node in self._devices:
+            self._card_counts = None
         self._devices.pop(node, None)
         self._cordoned.pop(node, None)
         self._pair_scores.pop(node, None)
@@ -105,6 +112,16 @@ class Ledger:
         """Do now what the index otherwise does on first need (tell which nodes are alike, so
         that a pod that fits nowhere is cheap): once a rebuild is done."""
         self._index.settle(self.view)
+
+    def card_counts(self) -> CardCounts:
+        """How many cards of each kind (type, memory, cores) the nodes have, sorted: the
+        cluster FGD-balanced weighs card types' claims against. The same tuple until a node's
+        cards change."""
+        counts = self._card_counts
+        if counts is None:
+            kinds = Counter(card_kind(d) for devices in self._devices.values() for d in devices)
+            counts = self._card_counts = tuple(sorted(kinds.items()))
+        return counts
 
     def nodes(self) -> list[str]:
         """The names of the nodes with cards set (`set_node`), sorted."""

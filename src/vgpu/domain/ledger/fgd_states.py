@@ -1,11 +1,12 @@
-"""FGD's best node, asked of node states rather than of every node.
+"""FGD's (and FGD-balanced's) best node, asked of node states rather than of every node.
 
 FGD's score has no bound a walk could stop at, so every candidate node must answer. But a
 node's answer depends only on its *state*: its cards and their usage (its kind, as the index's
-alike rejections read it), and which of the typical shapes' CPU sizes its free CPU covers
-before and after the pod (FGD reads the CPU no finer). Nodes in one state answer alike (up to
-their card ids), and there are far fewer states than nodes: idle nodes of a model are one, and
-nodes running the same pods meet in the same states.
+alike rejections read it), and its free CPU and memory as the policy reads them
+(`fgd_host_levels`: FGD only which of the typical shapes' CPU sizes its free CPU covers before
+and after the pod, FGD-balanced both exactly). Nodes in one state answer alike (up to their
+card ids), and there are far fewer states than nodes: idle nodes of a model are one, and nodes
+running the same pods meet in the same states.
 
 So per pod shape this remembers each state's answer, fitted once on the first node found in
 it (most states new to a shape are ruled out by the node's summary, without a fit), and each
@@ -15,21 +16,23 @@ node instead, a node that changed would be fitted again for each of the workload
 shapes.
 """
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
 from typing import Any, cast
 
 from vgpu.domain.device import Device
-from vgpu.domain.fit import NodeFit, PodPlan, fgd_cpu_cuts
+from vgpu.domain.fit import NodeFit, PodPlan, fgd_host_levels
+from vgpu.domain.host import HostResources
 from vgpu.domain.ledger.node_summary import NodeSummary, PodNeeds
 from vgpu.domain.reasons import NodeRejection
 
-State = tuple[int, int | None]  # the node's kind, its free CPU (None: not known)
+State = tuple[
+    int, HostResources | None
+]  # the node's kind, its free CPU and memory (None: not known)
 Cards = tuple[Device, ...]
-Describe = Callable[[str], tuple[int, Cards, int | None] | None]  # kind, cards, free CPU
-_Levels = tuple[int, int, int]  # a kind, and the CPU sizes covered before and after the pod
+Describe = Callable[[str], tuple[int, Cards, HostResources | None] | None]  # kind, cards, free
+_Levels = tuple[int, ...]  # a kind, and its free CPU and memory as the pod's policy reads them
 _OWN: State = (-1, None)  # a node fitted on its own (cards of its own sort, or not indexed)
 _OWN_NUMBER = 0
 # scores are 0.0 .. 3.0; these stand for "not worked out yet" and "the pod does not fit", so
@@ -59,7 +62,8 @@ class _Fitted:
 
 class FgdStates:
     """The index's helper for FGD (`LedgerIndex.decide`). The index describes a node
-    (`describe`: its kind, its cards and its free CPU; None for a node fitted on its own), fits
+    (`describe`: its kind, its cards and its free CPU and memory; None for a node fitted on its
+    own), fits
     it (`fit`) and summarizes it (`summary`)."""
 
     def __init__(self) -> None:
@@ -113,7 +117,7 @@ class FgdStates:
         values = cast(list[float], list(map(scores.get, numbers, repeat(_MISSING))))
         own: dict[str, NodeFit] = {}
         if _MISSING in values:
-            cuts, asked, needs = fgd_cpu_cuts(plan), plan.host.cpu, PodNeeds.of(plan)
+            host_levels, needs = fgd_host_levels(plan), PodNeeds.of(plan)
             for i in _positions(values, _MISSING):  # states new to this shape
                 node, number = nodes[i], numbers[i]
                 if number == _OWN_NUMBER:
@@ -122,7 +126,8 @@ class FgdStates:
                         own[node] = answer
                     values[i] = answer.fullness if type(answer) is NodeFit else _NO_FIT
                     continue
-                levels = _levels(self._numbered[number], cuts, asked)
+                kind, host = self._numbered[number]
+                levels = (kind, *host_levels(host))
                 if levels not in fitted:
                     fitted[levels] = _fitted(node, self._cards[node], needs, fit, summary)
                 found = fitted[levels]
@@ -133,8 +138,8 @@ class FgdStates:
         best = min(compress(nodes, map(top.__eq__, values)))  # ties: the first name
         if best in own:
             return own[best]
-        state = self._numbered[self._states[best]]
-        found = fitted.get(_levels(state, fgd_cpu_cuts(plan), plan.host.cpu))
+        kind, host = self._numbered[self._states[best]]
+        found = fitted.get((kind, *fgd_host_levels(plan)(host)))
         if found is None:  # cannot be: this decision or an earlier one fitted the state
             raise AssertionError(f"FGD: no fit remembered for the state of node {best}")
         return found.on(best, self._cards[best])
@@ -144,8 +149,8 @@ class FgdStates:
         described = describe(node)
         state = _OWN
         if described is not None:
-            kind, self._cards[node], cpu = described
-            state = (kind, cpu)
+            kind, self._cards[node], host = described
+            state = (kind, host)
         number = self._numbers.get(state)
         if number is None:
             number = self._numbers[state] = len(self._numbered)
@@ -177,10 +182,3 @@ def _fitted(
         return None
     answer = fit(node)
     return _Fitted(answer, cards) if type(answer) is NodeFit else None
-
-
-def _levels(state: State, cuts: tuple[int, ...], asked: int) -> _Levels:
-    kind, cpu = state
-    if cpu is None:  # not known: enough for every shape
-        return kind, -1, -1
-    return kind, bisect_right(cuts, cpu), bisect_right(cuts, cpu - asked)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from vgpu.domain.decision import Decision, NodeScore, NoPlacement, Placement, decide
 from vgpu.domain.device import Device, Usage
 from vgpu.domain.fit import NodeFit, NodeView, PodPlan, fit_pod
+from vgpu.domain.host import HostResources
 from vgpu.domain.ledger.alike_rejection import (
     AlikeRejection,
     Cards,
@@ -32,7 +33,7 @@ from vgpu.domain.ledger.alike_rejection import (
 from vgpu.domain.ledger.fgd_states import FgdStates
 from vgpu.domain.ledger.fullness_order import Block, FullnessOrder
 from vgpu.domain.ledger.node_summary import Capacity, NodeSummary, PodNeeds, summarize
-from vgpu.domain.policy import Policy, preference
+from vgpu.domain.policy import FRAGMENTATION_POLICIES, preference
 from vgpu.domain.quota import UNLIMITED, Budget
 from vgpu.domain.reasons import NodeRejection
 
@@ -128,7 +129,7 @@ class LedgerIndex:
         checked, may_fit = None, False  # alike nodes share a summary: judge it once in a row
         blocks: Iterable[Block] = ()
         room = self._may_fit_any(needs, walked)
-        if room and policy is Policy.FGD:  # no bound on FGD's score: every node, remembered
+        if room and policy in FRAGMENTATION_POLICIES:  # no bound on the score: every node
             best = self._best_of_all(plan, walked, view, budget, shape, alike)
             best_score = -math.inf if best is None else best.fullness
         elif room:
@@ -336,14 +337,13 @@ class LedgerIndex:
 
     def _describe(
         self, node: str, view: Callable[[str], NodeView]
-    ) -> tuple[int, tuple[Device, ...], int | None] | None:
-        """The node as `FgdStates` tells states apart: its kind, its cards and its free CPU;
-        None for a node fitted on its own (or not in the index)."""
+    ) -> tuple[int, tuple[Device, ...], HostResources | None] | None:
+        """The node as `FgdStates` tells states apart: its kind, its cards and its free CPU and
+        memory; None for a node fitted on its own (or not in the index)."""
         kind = self._kind(node, view)
         if kind is None:
             return None
-        host = view(node).host
-        return kind[0], kind[1], None if host is None else host.cpu
+        return kind[0], kind[1], view(node).host
 
     def _kind(
         self, node: str, view: Callable[[str], NodeView]
@@ -382,7 +382,7 @@ class LedgerIndex:
 
     def _shape(self, plan: PodPlan, budget: Budget) -> int:
         """A small number standing for what `fit_pod` reads of the pod (all but its name; its
-        CPU only under FGD, which alone weighs it)."""
+        CPU only under FGD and FGD-balanced, its memory only under FGD-balanced)."""
         key = (
             plan.containers,
             plan.requests,
@@ -392,6 +392,7 @@ class LedgerIndex:
             plan.vendor,
             budget,
             plan.host.cpu if plan.policies.fragmentation else 0,
+            plan.host.memory if plan.policies.balanced else 0,
         )
         shape = self._shapes.get(key)
         if shape is None:

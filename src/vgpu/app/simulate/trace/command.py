@@ -68,7 +68,7 @@ def chart_shapes(trace: Trace) -> str:
     >>> print(chart_shapes(Trace.of("t", [], shares)), end="")  # doctest: +ELLIPSIS
     # the typical pod shapes of t (...
     typicalShapes:
-      - {gpus: 1, memoryPercent: 46, cores: 46, cpu: 4000m, weight: 1}
+      - {gpus: 1, memoryPercent: 46, cores: 46, cpu: 4000m, hostMemory: 0Mi, weight: 1}
     """
     lines = [
         f"# the typical pod shapes of {trace.name} (the commonest covering 95 % of its pods), "
@@ -82,6 +82,7 @@ def chart_shapes(trace: Trace) -> str:
             f"memoryPercent: {item['memory_percent']}",
             f"cores: {item['cores']}",
             f"cpu: {item['cpu']}",
+            f"hostMemory: {item['host_memory']}",
         ]
         if "gputype" in item:
             fields.append(f"gputype: {item['gputype']!r}")

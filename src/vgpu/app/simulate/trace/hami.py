@@ -75,8 +75,10 @@ def hami_shape(shape: TypicalShape) -> dict[str, Any]:
     """A typical shape as an item of the scheduler's `fragmentation.typical_shapes`, in the
     terms `hami_manifest` asks for pods (no cards: a CPU-only pod).
 
-    >>> hami_shape(TypicalShape(count=7, gpus=1, milli=465, cpu=3152, models=frozenset({"T4"})))
-    {'gpus': 1, 'memory_percent': 47, 'cores': 47, 'cpu': '3152m', 'weight': 7, 'gputype': 'T4'}
+    >>> shape = TypicalShape(7, 1, 465, cpu=3152, models=frozenset({"T4"}), memory=8192)
+    >>> hami_shape(shape)  # doctest: +NORMALIZE_WHITESPACE
+    {'gpus': 1, 'memory_percent': 47, 'cores': 47, 'cpu': '3152m', 'host_memory': '8192Mi',
+     'weight': 7, 'gputype': 'T4'}
     """
     percent = _percent(shape.milli) if shape.gpus else 0
     item: dict[str, Any] = {
@@ -84,6 +86,7 @@ def hami_shape(shape: TypicalShape) -> dict[str, Any]:
         "memory_percent": max(percent, 1),
         "cores": percent,
         "cpu": f"{shape.cpu}m",
+        "host_memory": f"{shape.memory}Mi",
         "weight": shape.count,
     }
     if shape.models:
