@@ -8,10 +8,10 @@ It builds the DRA driver as `vgpu dra-driver` does (the unit tests' node, on the
 through NVML), with the API in memory and its directories in a temp dir; a fake kubelet
 registers it over the real unix sockets. The domain's allocator, acting as kube-scheduler,
 allocates a claim of `--limit-mib` MiB and `--sm-limit` % of GPU 0 from the slice the driver
-published; the kubelet prepares it. The claim's CDI edits are then applied by hand, as a container runtime would: the spec's and
-the device's environment, HAMi-core preloaded (`LD_PRELOAD`, standing for the `ld.so.preload`
-mount), and the GPU made visible with `CUDA_VISIBLE_DEVICES=<uuid>` (standing for NVIDIA's
-runtime). A small CUDA workload (the driver API through ctypes) then allocates 64 MiB at a
+published; the kubelet prepares it. The claim's CDI edits are then applied by hand, as a
+container runtime would: the spec's and the device's environment, HAMi-core preloaded
+(`LD_PRELOAD`, standing for the `ld.so.preload` mount), and the GPU made visible with
+`CUDA_VISIBLE_DEVICES=<uuid>` (standing for NVIDIA's runtime). A small CUDA workload (the driver API through ctypes) then allocates 64 MiB at a
 time until CUDA refuses, up to `--limit-mib + 1024`. Finally the claim is unprepared.
 
 The limit held when CUDA reported the claim's memory as the GPU's total, and refused an

@@ -4,8 +4,8 @@ Usage: python scripts/render_deploy.py [--check]
 
 deploy/scheduler, deploy/device-plugin and deploy/dra-driver get one file per chart template, a
 namespace.yaml and a kustomization.yaml listing them, rendered with deploy/values.yaml into
-namespace vgpu-system. --check renders into memory and exits 1 if deploy/ differs (the tests run this),
-so the chart and the kustomize files cannot drift apart.
+namespace vgpu-system. --check renders into memory and exits 1 if deploy/ differs (the tests
+run this), so the chart and the kustomize files cannot drift apart.
 """
 
 from __future__ import annotations
