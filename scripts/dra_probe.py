@@ -11,8 +11,9 @@ allocates a claim of `--limit-mib` MiB and `--sm-limit` % of GPU 0 from the slic
 published; the kubelet prepares it. The claim's CDI edits are then applied by hand, as a
 container runtime would: the spec's and the device's environment, HAMi-core preloaded
 (`LD_PRELOAD`, standing for the `ld.so.preload` mount), and the GPU made visible with
-`CUDA_VISIBLE_DEVICES=<uuid>` (standing for NVIDIA's runtime). A small CUDA workload (the driver API through ctypes) then allocates 64 MiB at a
-time until CUDA refuses, up to `--limit-mib + 1024`. Finally the claim is unprepared.
+`CUDA_VISIBLE_DEVICES=<uuid>` (standing for NVIDIA's runtime). A small CUDA workload (the
+driver API through ctypes) then allocates 64 MiB at a time until CUDA refuses, up to
+`--limit-mib + 1024`. Finally the claim is unprepared.
 
 The limit held when CUDA reported the claim's memory as the GPU's total, and refused an
 allocation before the workload held more than the limit. Prints a JSON report, then one line
