@@ -18,6 +18,7 @@ SEED = int(os.environ.get("VGPU_FAULT_SEED", "1"))
 ROUNDS = int(os.environ.get("VGPU_FAULT_ROUNDS", "150"))
 
 MakeRounds = Callable[..., RandomRounds]
+pytestmark = pytest.mark.long
 
 
 @pytest.fixture()
