@@ -1,4 +1,4 @@
-"""A pod's hold on its cards once its init containers have finished (issue 12).
+"""A pod's hold on its cards once its init containers have finished.
 
 Until then a pod holds, per card, the larger of any init container's claim and its app
 containers' sum (`vgpu.domain.grant.pod_footprint`). Init containers never run again once they

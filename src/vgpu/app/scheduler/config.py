@@ -305,7 +305,7 @@ class DraWebhook(_Model):
     api_timeout: float = Field(default=2.0, gt=0, le=30)
 
 
-# grant integrity (issue 8) --------------------------------------------------------------------
+# grant integrity ---------------------------------------------------------------------------------
 class Signing(_Model):
     """HMAC-signed grants; the key ring lives in a Secret the device plugin reads too."""
 
@@ -347,11 +347,11 @@ class SchedulerConfig(_Model):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     webhook_tls: WebhookCertsConfig | None = None  # self-managed certificates (certs.py)
     legacy_metrics: bool = False  # HAMi's pre-v2.9 metric names too, as --legacy-metrics
-    # grant integrity (issue 8)
+    # grant integrity
     signing: Signing = Field(default_factory=Signing)
     takeover: Takeover = Field(default_factory=Takeover)
     api_request_timeout: float = Field(default=30.0, gt=0)
-    # node handshake (issue 12): whose rules judge a node's device plugin alive, and how often
+    # node handshake: whose rules judge a node's device plugin alive, and how often
     hami_version: HamiVersion = HamiVersion.V2_10
     handshake_period: float = Field(default=15.0, gt=0)
     dra: DraWebhook = Field(default_factory=DraWebhook)
