@@ -242,3 +242,18 @@ def test_bad_typical_shapes_are_refused_naming_them(
     path.write_text(json.dumps({"fragmentation": fragmentation}))
     with pytest.raises(ConfigError, match=re.escape(field)):
         load_config(path)
+
+
+def test_fgd_balanced_prioritize_in_combined_mode_ranks_first_the_node_its_filter_picks() -> None:
+    nodes = (gpu_node("a", cards=1), gpu_node("b", cards=1))
+    w = world(
+        replace(nodes[0], allocatable={"cpu": "100", "memory": "10Gi"}),
+        replace(nodes[1], allocatable={"cpu": "100", "memory": "100Gi"}),
+        node_policy="fgd-balanced",
+        gpu_policy="fgd-balanced",
+        fragmentation=MEMORY_BOUND,
+        combine_scores=True,
+    )
+    pod = with_memory(manifest("p1", gpu=1, gpumem_percentage=50, gpucores=50), "4Gi")
+    scores = dict(w.service.prioritize(pod, ["a", "b"], None).scores)
+    assert scores["b"] > scores["a"] > 0  # as in single-node mode: a's last 6 GiB strand a card
