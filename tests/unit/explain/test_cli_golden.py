@@ -183,3 +183,58 @@ def test_a_huge_scoring_weight_names_the_annotation(
     )
     assert code == 2 and "annotation hami.io/device-scoring-weights: item #0" in err
     assert len(err) < 500
+
+
+def _typed_node(name: str, card_type: str, cards: int) -> dict[str, object]:
+    gpus = [{"uuid": f"GPU-{name}-{i}", "type": card_type, "memory": 24000} for i in range(cards)]
+    return {"name": name, "gpus": gpus}
+
+
+@pytest.mark.parametrize(("policy", "where"), [("fgd", "a"), ("fgd-balanced", "b")])
+def test_explain_places_as_the_scheduler_does_with_the_clusters_card_models(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, policy: str, where: str
+) -> None:
+    # as in tests/unit/scheduler/test_fgd.py: with half of the typical pods pinned to the two
+    # T4 cards, fgd-balanced keeps a half share off them; fgd takes a's half-used T4 card
+    half = {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50, "nvidia.com/gpucores": 50}
+    on_t4 = {
+        "metadata": {
+            "name": "p0",
+            "namespace": "ml",
+            "annotations": {
+                "hami.io/vgpu-node": "a",
+                "hami.io/vgpu-devices-allocated": "GPU-a-0,NVIDIA,12000,50:;",
+                "nvidia.com/use-gputype": "T4",
+            },
+        },
+        "spec": {"schedulerName": "vgpu-scheduler", "nodeName": "a",
+                 "containers": [{"name": "main", "resources": {"limits": half}}]},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+    cluster = {
+        "nodes": [_typed_node("a", "NVIDIA T4", 2), _typed_node("b", "NVIDIA L4", 8)],
+        "pods": [on_t4],
+    }
+    pod = {
+        "metadata": {"name": "p1", "namespace": "ml"},
+        "spec": {"containers": [{"name": "main", "resources": {"limits": half}}]},
+    }
+    settings = {
+        "node_policy": policy,
+        "gpu_policy": policy,
+        "fragmentation": {
+            "typical_shapes": [
+                {"memory_percent": 50, "cores": 50},
+                {"memory_percent": 100, "cores": 100, "gputype": "T4"},
+            ]
+        },
+    }
+    files = {"cluster": cluster, "pod": pod, "config": settings}
+    for name, content in files.items():
+        (tmp_path / f"{name}.yaml").write_text(json.dumps(content))
+    code, out, err = explain(
+        capsys, "-f", str(tmp_path / "pod.yaml"), "--fake-cluster", str(tmp_path / "cluster.yaml"),
+        "--config", str(tmp_path / "config.yaml"), "--json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert json.loads(out)["placement"]["node"] == where

@@ -6,7 +6,7 @@ Tests and embedders override `cluster` (a Resource: `shutdown_resources` lets it
 """
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,10 @@ from vgpu.app.explain.inquiry import Inquiry
 from vgpu.app.fake_mode import load_fake_cluster, load_fake_dra
 from vgpu.app.scheduler.config import SchedulerConfig
 from vgpu.app.scheduler.follower import ClusterFollower
+from vgpu.app.scheduler.shapes import ShapeWindow
 from vgpu.app.scheduler.state import SchedulerState
 from vgpu.app.scheduler.trust import GrantTrust
+from vgpu.domain.fragmentation.cards import CardWorkload
 from vgpu.ports.cluster import ClusterPort
 from vgpu.ports.dra import DraReadPort
 
@@ -64,6 +66,15 @@ def believe_named_grants(config: SchedulerConfig) -> GrantTrust:
     return GrantTrust(config.vendor(), config.scheduler_name, ring=None)
 
 
+def given_shapes(config: SchedulerConfig) -> Callable[[], CardWorkload] | None:
+    """The typical shapes FGD weighs, where the settings give them. Otherwise the scheduler
+    learns them from the pods it has seen lately, which one run of explain cannot know: the
+    pod's own shape stands in for them."""
+    if not config.fragmentation.given_shapes():
+        return None
+    return ShapeWindow(config.fragmentation, config.vendor(), announce=False).current
+
+
 class ExplainContainer(containers.DeclarativeContainer):
     """Wiring for one `vgpu explain` run."""
 
@@ -87,6 +98,8 @@ class ExplainContainer(containers.DeclarativeContainer):
         cluster,
         state,
         follower,
-        providers.Callable(lambda c: c.scheduling(), config),
+        providers.Callable(
+            lambda c, s: c.scheduling(given_shapes(c), s.card_counts), config, state
+        ),
         dra_inquiry.provider,
     )

@@ -50,13 +50,13 @@ class Inquiry:
         if pod.claims:
             return self._dra().explain(pod)
         scheduling, cluster, state = self._scheduling, self._cluster, self._state
+        self._follower.rebuild(cluster)  # first: planning reads the cluster's cards
         plan = plan_pod(pod, scheduling)
         if plan is None:
             raise NotAGpuPod(
                 f"pod {pod.key} asks for no {scheduling.vendor.count_resource} and names no "
                 "resource claims"
             )
-        self._follower.rebuild(cluster)
         names = sorted({n.name for n in cluster.list_nodes()} | set(state.ledger.nodes()))
         views, broken = state.snapshot_views(names, exclude_pod=plan.key)
         budget = state.budget(plan.namespace, plan.key, plan.init_count)
