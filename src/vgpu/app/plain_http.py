@@ -6,12 +6,15 @@ an event loop beside their threads. Each path is a `Route`: it gets the request'
 returns a `Reply`. A route that raises answers 500 with a sentence, never a dead server. With a
 TLS context, the handshake happens on the connection's own thread (a slow client never holds up
 the accepting one), and a connection that stays silent is dropped after `IDLE_TIMEOUT` seconds.
+At most `MAX_CONNECTIONS` are served at once, each on its own thread; one more is closed as
+soon as it is accepted, so a flood of connections costs no more threads than that.
 """
 
 import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +26,8 @@ log = logging.getLogger(__name__)
 
 TEXT = "text/plain; charset=utf-8"
 IDLE_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64  # the kubelet's probes and a scraper or two need a handful
+REFUSALS_SAID_EVERY = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,38 @@ class PlainHttpServer:
 
 class _Server(ThreadingHTTPServer):
     tls: ssl.SSLContext | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._refused_said = -REFUSALS_SAID_EVERY  # monotonic time the last refusal was logged
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._say_refused(client_address[0])
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _say_refused(self, client: str) -> None:
+        now = time.monotonic()
+        if now - self._refused_said >= REFUSALS_SAID_EVERY:  # once a minute during a flood
+            self._refused_said = now
+            log.warning(
+                "closing new connections (one from %s) at once: %d are open already",
+                client,
+                MAX_CONNECTIONS,
+            )
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def get_request(self) -> tuple[Any, Any]:
         conn, address = super().get_request()
