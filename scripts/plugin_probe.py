@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.dra_probe import DEFAULT_LIBVGPU, FAIL, PASS, SKIP, judge
 from tests.e2e.device_plugin.kubelet import FakeKubelet
+from tests.e2e.scheduler.harness import wait_until
 from vgpu.adapters.nvml import NvmlGpus
 from vgpu.domain.inventory import GpuInfo
 from vgpu.ports.gpu import GpuUnavailable
@@ -91,7 +92,7 @@ def _probe(args: argparse.Namespace, root: Path, gpus: Sequence[GpuInfo]) -> int
     with log_file.open("wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        if not _wait(lambda: kubelet.registrations and kubelet.device_lists):
+        if not wait_until(lambda: bool(kubelet.registrations and kubelet.device_lists), 60):
             report["log"] = log_file.read_text()[-4000:]
             print(json.dumps(report, indent=2))
             return _verdict(FAIL, "the plugin did not register with the kubelet in 60 s")
@@ -173,15 +174,6 @@ def _applied_env(envs: Mapping[str, str], mounts: Mapping[str, str]) -> dict[str
     if "NVIDIA_VISIBLE_DEVICES" in applied:
         applied["CUDA_VISIBLE_DEVICES"] = applied["NVIDIA_VISIBLE_DEVICES"]
     return applied
-
-
-def _wait(check: Callable[[], Any], timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return bool(check())
 
 
 def _http(port: int, path: str) -> int:
