@@ -40,6 +40,7 @@ from vgpu.app.scheduler.pod_locks import PodLocks
 from vgpu.app.scheduler.preempt import Preempter
 from vgpu.app.scheduler.recorder import OccupancyRecorder
 from vgpu.app.scheduler.revocation import Revoker
+from vgpu.app.scheduler.routes import Routes
 from vgpu.app.scheduler.runtime import Chore, Leadership, Lifecycle, SchedulerRuntime
 from vgpu.app.scheduler.service import SchedulerService
 from vgpu.app.scheduler.shapes import ShapeWindow
@@ -217,7 +218,7 @@ def build_metrics_guard(
 def build_listeners(
     config: SchedulerConfig,
     webhook: FastAPI,
-    extender: FastAPI,
+    extender: Routes,
     metrics: FastAPI,
     explain: FastAPI,
     webhook_tls: WebhookTls | None,

@@ -55,6 +55,7 @@ from vgpu.app.scheduler.http_bodies import (
 from vgpu.app.scheduler.metrics import SchedulerMetrics
 from vgpu.app.scheduler.preempt import NodeVictims, PreemptResult
 from vgpu.app.scheduler.review_identity import review_identity
+from vgpu.app.scheduler.routes import Routes
 from vgpu.app.scheduler.service import FilterResult, PrioritizeResult
 from vgpu.domain import AdmissionDecision
 
@@ -176,11 +177,12 @@ def extender_app(
     workers: int = 8,
     preempter: Preemption | None = None,
     state_lock: LockIfFree | None = None,
-) -> FastAPI:
+) -> Routes:
     """`POST /filter`, `/prioritize`, `/bind`, `/preempt` (with a `preempter`) and
     `GET /healthz`; verbs run on `workers` threads of the app's own pool, `/prioritize` on the
     event loop while `state_lock` (what it reads under) is free."""
-    app, pool = _app("extender", workers)
+    pool = _pool("extender", workers)
+    app = Routes(on_shutdown=lambda: _stop(pool))
     _health(app, None)
 
     def filtered(args: ExtenderArgs) -> tuple[dict[str, Any], str]:
@@ -231,7 +233,7 @@ def extender_app(
 
 
 def _preempt_route(
-    app: FastAPI, preempter: Preemption, metrics: SchedulerMetrics, pool: ThreadPoolExecutor
+    app: Routes, preempter: Preemption, metrics: SchedulerMetrics, pool: ThreadPoolExecutor
 ) -> None:
     """`POST /preempt`. ExtenderPreemptionResult has no error field: a request that cannot be
     answered gets HTTP 400 with `{"Error": ...}`, which kube-scheduler reports as an error."""
@@ -290,16 +292,25 @@ def explain_app(store: ExplanationStore) -> FastAPI:
     return app
 
 
+def _pool(name: str, workers: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"vgpu-{name}")
+
+
+def _stop(pool: ThreadPoolExecutor) -> None:
+    pool.shutdown(wait=False, cancel_futures=True)  # a verb hanging on the API must not hold
+    # up the exit
+
+
 def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
     """A bare app with its own pool of `workers` threads, shut down when its server stops."""
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"vgpu-{name}")
+    pool = _pool(name, workers)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
             yield
-        finally:  # a verb still hanging on the API must not hold up the exit
-            pool.shutdown(wait=False, cancel_futures=True)
+        finally:
+            _stop(pool)
 
     app = FastAPI(
         title=f"vgpu scheduler {name}",
@@ -311,19 +322,19 @@ def _app(name: str, workers: int) -> tuple[FastAPI, ThreadPoolExecutor]:
     return app, pool
 
 
-def _health(app: FastAPI, readiness: Readiness | None) -> None:
+def _health(app: FastAPI | Routes, readiness: Readiness | None) -> None:
     """`/healthz` (and `/readyz` with a readiness check) as coroutines: they run on the event
     loop, so no busy thread pool can delay them."""
 
     @app.get("/healthz")
-    async def healthz() -> PlainTextResponse:
+    async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
     if readiness is None:
         return
 
     @app.get("/readyz")
-    async def readyz() -> PlainTextResponse:
+    async def readyz(request: Request) -> Response:
         why = readiness()
         if why:
             return PlainTextResponse(f"not ready: {why}", status_code=503)

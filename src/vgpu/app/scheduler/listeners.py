@@ -149,6 +149,7 @@ class _Config(uvicorn.Config):
             port=listener.port,
             log_config=None,
             access_log=False,
+            proxy_headers=False,  # no proxy in front: the peer's address is the client's
             timeout_graceful_shutdown=GRACE,
         )
         self._tls = listener.tls
