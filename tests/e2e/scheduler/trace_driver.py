@@ -19,7 +19,7 @@ comparison stops. Each pod's cards come from the scheduler's metrics at the end
 (`granted_cards`).
 """
 
-import http.client
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,20 +114,37 @@ class Outcome:
 
 
 class Extender:
-    """POSTs to the extender verbs on one keep-alive connection; bodies through orjson, so that
-    a call's time is the scheduler's more than the client's."""
+    """POSTs to the extender verbs on one keep-alive HTTP/1.1 connection, as kube-scheduler
+    does, with as little client as HTTP allows (a request written in one piece, the reply read
+    by its Content-Length; bodies through orjson), so that a call's time is the scheduler's
+    more than the client's: `http.client` added about 0.1 ms a call on the development machine,
+    a third of the whole exchange with a server that does nothing."""
 
     def __init__(self, port: int) -> None:
-        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self._socket = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._replies = self._socket.makefile("rb")
 
     def call(self, path: str, body: Any) -> Any:
-        self._connection.request(
-            "POST", path, body=orjson.dumps(body), headers={"content-type": "application/json"}
+        payload = orjson.dumps(body)
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
         )
-        return orjson.loads(self._connection.getresponse().read())
+        self._socket.sendall(head.encode() + payload)
+        status = self._replies.readline()
+        length = None
+        while (line := self._replies.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length is None:
+            raise AssertionError(f"{path}: a reply without Content-Length ({status!r})")
+        return orjson.loads(self._replies.read(length))
 
     def close(self) -> None:
-        self._connection.close()
+        self._replies.close()
+        self._socket.close()
 
 
 def drive(
@@ -146,7 +163,9 @@ def drive(
     sums: dict[int, list[float]] = {}
     for i, pod in enumerate(stream):
         name = f"p{i}"
-        candidates = [j for j, n in enumerate(mirror) if n.cpu >= pod.cpu and n.memory >= pod.memory]
+        candidates = [
+            j for j, n in enumerate(mirror) if n.cpu >= pod.cpu and n.memory >= pod.memory
+        ]
         expected = oracle.choose(pod) if oracle is not None else None
         manifest = _pending(name, pod)
         names = [node_name(j) for j in candidates]
@@ -254,5 +273,3 @@ def _running_manifest(running: Running, node: MilliNode) -> dict[str, Any]:
     manifest["spec"]["nodeName"] = name
     manifest["status"] = {"phase": "Running"}
     return manifest
-
-

@@ -181,10 +181,14 @@ class SchedulerState:
             budget = self.budget(plan.namespace, plan.key, plan.init_count)
             return self.ledger.feasible(plan, candidates, budget, exclude_pod=plan.key), broken
 
-    def _candidates(self, names: Iterable[str]) -> tuple[list[str], dict[str, NodeRejection]]:
+    def _candidates(
+        self, names: Iterable[str]
+    ) -> tuple[dict[str, None], dict[str, NodeRejection]]:
+        """The names once each, in their order (as a dict: the ledger's index takes it as it
+        is), less the broken nodes, with their rejections."""
         if not self._problems and not self._unreported and not self._closed:  # the usual case
-            return list(dict.fromkeys(names)), {}
-        candidates: list[str] = []
+            return dict.fromkeys(names), {}
+        candidates: dict[str, None] = {}
         broken: dict[str, NodeRejection] = {}
         for name in dict.fromkeys(names):
             problem = self._problems.get(name) or self._unreported.get(name)
@@ -194,7 +198,7 @@ class SchedulerState:
             elif closed is not None:
                 broken[name] = NodeRejection(name, Reason.UNRECORDED, closed)
             else:
-                candidates.append(name)
+                candidates[name] = None
         return candidates, broken
 
     def usage_view(self, name: str) -> NodeView:

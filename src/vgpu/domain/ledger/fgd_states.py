@@ -8,18 +8,19 @@ and after the pod, FGD-balanced both exactly). Nodes in one state answer alike (
 card ids), and there are far fewer states than nodes: idle nodes of a model are one, and nodes
 running the same pods meet in the same states.
 
-So per pod shape this remembers each state's answer, fitted once on the first node found in
-it (most states new to a shape are ruled out by the node's summary, without a fit), and each
-node's state until the node changes; a decision is then a lookup per candidate, and only the
-chosen node's cards are worked out, from the answer of its state. Remembering answers node by
-node instead, a node that changed would be fitted again for each of the workload's tens of pod
-shapes.
+So per pod shape this remembers each state's answer, fitted once on its first candidate by
+name (most states new to a shape are ruled out by the node's summary, without a fit), and each
+node's state until the node changes. Each state's nodes are kept sorted by name, so a decision
+passes over the candidates once (in C: which states they are in); the rest is per state (a
+lookup of its answer), and only the chosen node's cards are worked out, from the answer of its
+state. Remembering answers node by node instead, a node that changed would be fitted again for
+each of the workload's tens of pod shapes.
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from itertools import compress, repeat
-from typing import Any, cast
+from typing import cast
 
 from vgpu.domain.device import Device
 from vgpu.domain.fit import NodeFit, PodPlan, fgd_host_levels
@@ -35,10 +36,7 @@ Describe = Callable[[str], tuple[int, Cards, HostResources | None] | None]  # ki
 _Levels = tuple[int, ...]  # a kind, and its free CPU and memory as the pod's policy reads them
 _OWN: State = (-1, None)  # a node fitted on its own (cards of its own sort, or not indexed)
 _OWN_NUMBER = 0
-# scores are 0.0 .. 3.0; these stand for "not worked out yet" and "the pod does not fit", so
-# that a decision's passes over the candidates run in C (map, max, count, index)
-_MISSING = -1.0
-_NO_FIT = -2.0
+_NO_FIT = -2.0  # a state's score where the pod does not fit (scores are 0.0 .. 3.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +61,26 @@ class _Fitted:
 class FgdStates:
     """The index's helper for FGD (`LedgerIndex.decide`). The index describes a node
     (`describe`: its kind, its cards and its free CPU and memory; None for a node fitted on its
-    own), fits
-    it (`fit`) and summarizes it (`summary`)."""
+    own), fits it (`fit`) and summarizes it (`summary`)."""
 
     def __init__(self) -> None:
         # states by number (a dictionary lookup by int is the cheapest there is)
         self._numbers: dict[State, int] = {_OWN: _OWN_NUMBER}
         self._numbered: list[State] = [_OWN]
         self._states: dict[str, int] = {}  # node: its state's number
+        self._members: dict[int, list[str]] = {}  # state: its nodes, sorted by name
+        self._stale: set[str] = set()  # nodes forgotten since they were last asked
         self._cards: dict[str, Cards] = {}
         self._scores: dict[int, dict[int, float]] = {}  # by shape, then state
         self._fitted: dict[int, dict[_Levels, _Fitted | None]] = {}  # by shape
 
     def forget(self, node: str) -> None:
         """The node changed (or left): its state is worked out again on first need."""
-        self._states.pop(node, None)
+        number = self._states.pop(node, None)
+        if number is not None:
+            members = self._members[number]
+            del members[bisect_left(members, node)]
+        self._stale.add(node)
         self._cards.pop(node, None)
 
     def clear(self) -> None:
@@ -85,7 +88,9 @@ class FgdStates:
         the index never gives a kind's or a shape's number to another."""
         self._scores.clear()
         self._fitted.clear()
+        self._stale.update(self._states)
         self._states.clear()
+        self._members.clear()
         del self._numbered[1:]
         self._numbers = {_OWN: _OWN_NUMBER}
 
@@ -93,7 +98,7 @@ class FgdStates:
         self,
         plan: PodPlan,
         shape: int,
-        candidates: Iterable[str],
+        candidates: Mapping[str, None],
         describe: Describe,
         fit: Callable[[str], NodeFit | NodeRejection],
         summary: Callable[[str], NodeSummary],
@@ -109,40 +114,58 @@ class FgdStates:
         if scores is None or fitted is None or len(scores) > bound:
             scores = self._scores[shape] = {}
             fitted = self._fitted[shape] = {}
-        nodes = list(candidates)
-        known = list(map(self._states.get, nodes))
-        for i in _positions(known, None):  # nodes changed since they were last asked
-            known[i] = self._state_of(nodes[i], describe)
-        numbers = cast(list[int], known)
-        values = cast(list[float], list(map(scores.get, numbers, repeat(_MISSING))))
-        own: dict[str, NodeFit] = {}
-        if _MISSING in values:
-            host_levels, needs = fgd_host_levels(plan), PodNeeds.of(plan)
-            for i in _positions(values, _MISSING):  # states new to this shape
-                node, number = nodes[i], numbers[i]
-                if number == _OWN_NUMBER:
-                    answer = fit(node)
-                    if type(answer) is NodeFit:
-                        own[node] = answer
-                    values[i] = answer.fullness if type(answer) is NodeFit else _NO_FIT
-                    continue
-                kind, host = self._numbered[number]
-                levels = (kind, *host_levels(host))
-                if levels not in fitted:
-                    fitted[levels] = _fitted(node, self._cards[node], needs, fit, summary)
-                found = fitted[levels]
-                values[i] = scores[number] = _NO_FIT if found is None else found.fit.fullness
-        top = max(values, default=_NO_FIT)
+        for node in [n for n in self._stale if n in candidates]:  # changed since last asked
+            self._state_of(node, describe)
+        present = set(map(self._states.get, candidates))
+        if None in present:  # nodes never asked before
+            for node in candidates:
+                if node not in self._states:
+                    self._state_of(node, describe)
+            present = set(map(self._states.get, candidates))
+        numbers = cast(set[int], present)
+        own = None
+        if _OWN_NUMBER in numbers:  # nodes fitted each on its own
+            numbers = numbers - {_OWN_NUMBER}
+            own = self._best_own(candidates, fit)
+        host_levels, needs = fgd_host_levels(plan), PodNeeds.of(plan)
+        for number in [n for n in numbers if n not in scores]:  # states new to this shape
+            first = self._first_candidate(number, candidates)
+            kind, host = self._numbered[number]
+            levels = (kind, *host_levels(host))
+            if levels not in fitted:
+                fitted[levels] = _fitted(first, self._cards[first], needs, fit, summary)
+            found = fitted[levels]
+            scores[number] = _NO_FIT if found is None else found.fit.fullness
+        top = max(map(scores.__getitem__, numbers), default=_NO_FIT)
+        if own is not None and own.fullness > top:
+            return own
         if top == _NO_FIT:
-            return None
-        best = min(compress(nodes, map(top.__eq__, values)))  # ties: the first name
-        if best in own:
-            return own[best]
-        kind, host = self._numbered[self._states[best]]
-        found = fitted.get((kind, *fgd_host_levels(plan)(host)))
+            return own
+        tied = [n for n in numbers if scores[n] == top]
+        first, number = min((self._first_candidate(n, candidates), n) for n in tied)
+        if own is not None and own.fullness == top and own.node < first:
+            return own
+        kind, host = self._numbered[number]
+        found = fitted.get((kind, *host_levels(host)))
         if found is None:  # cannot be: this decision or an earlier one fitted the state
-            raise AssertionError(f"FGD: no fit remembered for the state of node {best}")
-        return found.on(best, self._cards[best])
+            raise AssertionError(f"FGD: no fit remembered for the state of node {first}")
+        return found.on(first, self._cards[first])
+
+    def _best_own(
+        self, candidates: Mapping[str, None], fit: Callable[[str], NodeFit | NodeRejection]
+    ) -> NodeFit | None:
+        """The best fit among the candidates fitted on their own (ties: the first name)."""
+        best = None
+        for node in self._members[_OWN_NUMBER]:  # by name: the first of equals stays
+            if node in candidates:
+                answer = fit(node)
+                if type(answer) is NodeFit and (best is None or answer.fullness > best.fullness):
+                    best = answer
+        return best
+
+    def _first_candidate(self, number: int, candidates: Mapping[str, None]) -> str:
+        """The state's first member by name among the candidates (it has one)."""
+        return next(node for node in self._members[number] if node in candidates)
 
     def _state_of(self, node: str, describe: Describe) -> int:
         """The node's state's number, worked out (and remembered until the node changes)."""
@@ -156,18 +179,9 @@ class FgdStates:
             number = self._numbers[state] = len(self._numbered)
             self._numbered.append(state)
         self._states[node] = number
+        insort(self._members.setdefault(number, []), node)
+        self._stale.discard(node)
         return number
-
-
-def _positions(values: list[Any], value: object) -> Iterator[int]:
-    """Where `value` is in `values`, searched in C (`list.index`): few places of many."""
-    at = -1
-    try:
-        while True:
-            at = values.index(value, at + 1)
-            yield at
-    except ValueError:
-        return
 
 
 def _fitted(

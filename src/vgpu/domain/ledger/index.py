@@ -116,7 +116,8 @@ class LedgerIndex:
     ) -> Decision:
         """The best placement among `nodes`; `scores` holds only the chosen node's score and
         `rejections` is empty. When the pod fits nowhere, every node's rejection."""
-        candidates = dict.fromkeys(nodes)
+        # kube-scheduler's names, in its order, once each (a dict given is that already)
+        candidates = nodes if type(nodes) is dict else dict.fromkeys(nodes)
         needs = PodNeeds.of(plan)
         shape = self._shape(plan, budget)
         alike = groupable(plan)
