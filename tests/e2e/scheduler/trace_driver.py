@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -121,30 +121,36 @@ class Extender:
     a third of the whole exchange with a server that does nothing."""
 
     def __init__(self, port: int) -> None:
-        self._socket = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._replies = self._socket.makefile("rb")
+        self._port = port
+        self._connection: tuple[socket.socket, BinaryIO] | None = None  # on the first call
 
     def call(self, path: str, body: Any) -> Any:
+        if self._connection is None:
+            connection = socket.create_connection(("127.0.0.1", self._port), timeout=60)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._connection = connection, connection.makefile("rb")
+        connection, replies = self._connection
         payload = orjson.dumps(body)
         head = (
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(payload)}\r\n\r\n"
         )
-        self._socket.sendall(head.encode() + payload)
-        status = self._replies.readline()
+        connection.sendall(head.encode() + payload)
+        status = replies.readline()
         length = None
-        while (line := self._replies.readline()) not in (b"\r\n", b""):
+        while (line := replies.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
         if length is None:
             raise AssertionError(f"{path}: a reply without Content-Length ({status!r})")
-        return orjson.loads(self._replies.read(length))
+        return orjson.loads(replies.read(length))
 
     def close(self) -> None:
-        self._replies.close()
-        self._socket.close()
+        if self._connection is not None:
+            connection, replies = self._connection
+            replies.close()
+            connection.close()
 
 
 def drive(
