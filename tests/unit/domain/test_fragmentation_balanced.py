@@ -14,6 +14,7 @@ from vgpu.domain.fragmentation import (
     TypicalShape,
     balanced,
     claims,
+    expected_waste,
     fits,
     parse_paper_policy,
     placement_policy,
@@ -104,7 +105,7 @@ def test_a_pod_free_to_go_anywhere_keeps_off_the_model_pinned_pods_need() -> Non
     assert unclaimed.score(t4, pod) == unclaimed.score(g2, pod) == 56
 
 
-def test_with_cpu_and_memory_to_spare_it_scores_and_places_as_fgd() -> None:
+def test_with_cpu_and_memory_to_spare_it_is_fgd_plus_each_cards_expected_waste() -> None:
     rng = random.Random(11)
     shapes = [
         TypicalShape(rng.randint(1, 9), gpus, milli, cpu=rng.choice((0, 2000, 8000)))
@@ -112,6 +113,11 @@ def test_with_cpu_and_memory_to_spare_it_scores_and_places_as_fgd() -> None:
     ]
     workload = MilliWorkload(shapes)
     fgd, policy = Fgd(workload), Balanced(workload, {"G2": 8})
+    # every shape may use G2's cards, all of them ask for GPU: the waste weighs 1 per card
+    fills = {s.milli: 0 for s in shapes}
+    for s in shapes:
+        fills[s.milli] += s.count * (s.gpus if s.milli == 1000 else 1)
+    waste = expected_waste(fills)
     checked = 0
     for _ in range(300):
         free = tuple(rng.choice((0, 100, 300, 500, 800, 1000)) for _ in range(rng.choice((2, 8))))
@@ -119,18 +125,34 @@ def test_with_cpu_and_memory_to_spare_it_scores_and_places_as_fgd() -> None:
         pod = MilliPod(rng.choice((0, 4000)), 0, *rng.choice(((1, 300), (1, 500), (2, 1000))))
         if not fits(node, pod):
             continue
-        assert policy.fragmentation(node) == fgd.fragmentation(node)
-        assert policy.score(node, pod) == fgd.score(node, pod)
-        assert policy.cards(node, pod) == fgd.cards(node, pod)
+        expected = fgd.fragmentation(node) + sum(waste[f // 10] for f in free)
+        assert abs(policy.fragmentation(node) - expected) < 1e-6
         checked += 1
     assert checked > 100
+
+
+def test_a_share_goes_where_it_leaves_a_card_the_typical_pods_fill() -> None:
+    workload = MilliWorkload([TypicalShape(1, 1, 500, cpu=1000)])
+    policy = Balanced(workload, {})
+    fresh = MilliNode("G2", 64000, PLENTY, (1000,))
+    used = MilliNode("G2", 64000, PLENTY, (750,))
+    pod = MilliPod(cpu=1000, gpus=1, milli=250)
+    # one pod ahead both cards stay fit for a 500 pod; but 1000 - 250
+    # ends with 250 unused after a 500, while 750 - 250 is exactly one 500
+    assert Fgd(workload).score(fresh, pod) == Fgd(workload).score(used, pod) == 50
+    assert policy.fragmentation(fresh) == 0 and policy.fragmentation(used) == 250
+    assert policy.score(used, pod) == 56  # floor(100 sigma(250 / 1000))
+    assert policy.score(fresh, pod) == 43
+    # on a node, the share takes the card it leaves fit: 750, not 1000
+    assert policy.cards(MilliNode("G2", 64000, PLENTY, (1000, 750)), pod) == (1,)
 
 
 def test_it_differs_from_fgd_on_cpu_only_shapes_which_strand_no_card() -> None:
     workload = MilliWorkload([TypicalShape(1, 1, 500), TypicalShape(1, 0, 0, cpu=1000)])
     node = MilliNode("T4", 64000, PLENTY, (1000, 300))
     assert Fgd(workload).fragmentation(node) == (300 + 1300) / 2  # every free milli, for CPU pods
-    assert Balanced(workload, {}).fragmentation(node) == 300 / 2
+    # the 300 is stranded for the 500 shape, and is what its card is left with
+    assert Balanced(workload, {}).fragmentation(node) == (300 + 300) / 2
 
 
 def test_whole_card_pods_take_the_lowest_free_cards_and_shares_the_best_card() -> None:

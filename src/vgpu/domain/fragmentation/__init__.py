@@ -3,7 +3,7 @@ policies (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD), vgpu's FGD-
 the typical pod shapes FGD measures fragmentation against. Pure, standard library only, shared
 by `vgpu simulate`'s trace replay and the scheduler."""
 
-from vgpu.domain.fragmentation.balanced import Balanced, BalancedTable, claims
+from vgpu.domain.fragmentation.balanced import Balanced, BalancedTable, claims, expected_waste
 from vgpu.domain.fragmentation.classic import best_fit, dot_prod, gpu_clustering, gpu_packing
 from vgpu.domain.fragmentation.fgd import Fgd
 from vgpu.domain.fragmentation.milli import (
@@ -51,6 +51,7 @@ __all__ = [
     "best_fit",
     "claims",
     "dot_prod",
+    "expected_waste",
     "fits",
     "fitting_cards",
     "gpu_clustering",

@@ -20,6 +20,12 @@ Alibaba's trace (docs/simulate.md, "Beyond the paper"):
   (1.0: once the cluster's worth of GPU has been asked for, the pods pinned to the model alone
   would fill its cards). Taking `r` milli of a model's cards costs `claim x r` milli of
   fragmentation.
+- **What a card is left with once typical pods stop fitting it.** FGD looks one pod ahead: a
+  card with 1000 free is fit for an 810 pod, but the 190 that pod leaves fits almost nothing.
+  Each card also counts the milli it is expected to end with unused if typical pods keep
+  landing on it, each drawn by its count among those that still fit, until none does
+  (`expected_waste`), weighted by the count of the GPU shapes that may use its model, as a
+  shape's stranded milli is by its count.
 
 A node's score for a pod is `floor(100 sigma((F_n - F_n' - claim x r) / 1000))` (F_n' once the
 pod is placed), an integer as FGD's, so that equally good nodes tie and the lowest rank takes
@@ -43,6 +49,7 @@ from vgpu.domain.fragmentation.workload import MEMO_LIMIT, MilliWorkload, Typica
 _Need = tuple[int, int, int, int, int]
 _ScoreKey = tuple[str, int, int, tuple[int, ...], int, int, int, int]
 M = TypeVar("M", bound=Hashable)
+_PERCENT = 100  # a card's free share, for its expected waste, in whole percents
 
 
 def claims(shapes: Sequence[TypicalShape], cards: Mapping[str, int]) -> dict[str, float]:
@@ -86,6 +93,33 @@ def model_claims(
     return claimed
 
 
+def expected_waste(fills: Mapping[int, int]) -> tuple[float, ...]:
+    """For each free share of one card in whole percents, 0 .. 100: the milli it is expected to
+    end with unused if pods keep landing on it, each drawn by its weight among those that still
+    fit, until none fits. `fills`: the milli a pod takes of one card (counted in whole percents,
+    rounded up, as pods ask for cores and memory: the MiB a card's free share is rounded from
+    then decide nothing), and its weight.
+
+    >>> waste = expected_waste({500: 1, 300: 1})
+    >>> waste[20], waste[50], waste[70], waste[100]  # 70: 20 % after a 500, 10 % after 300s
+    (200.0, 100.0, 150.0, 125.0)
+    """
+    step = MILLI // _PERCENT
+    sizes = sorted(
+        (-(-milli // step), weight) for milli, weight in fills.items() if milli > 0 and weight
+    )
+    waste = [0.0] * (_PERCENT + 1)
+    for free in range(_PERCENT + 1):
+        weighed = total = 0.0
+        for size, weight in sizes:
+            if size > free:
+                break
+            weighed += weight * waste[free - size]
+            total += weight
+        waste[free] = weighed / total if total else float(free * step)
+    return tuple(waste)
+
+
 @dataclass(frozen=True, slots=True)
 class _Cards:
     """What a node's free cards alone decide (`BalancedTable._cards_of`)."""
@@ -117,6 +151,11 @@ class BalancedTable:
         for s in fitting:
             merged[s.milli, s.gpus, s.cpu, s.memory] += s.count
         self._needs: tuple[_Need, ...] = tuple((count, *need) for need, count in merged.items())
+        fills = Counter[int]()  # a pod of g whole cards fills g cards
+        for s in fitting:
+            fills[min(s.milli, MILLI)] += s.count * (s.gpus if s.milli >= MILLI else 1)
+        self._waste = expected_waste(fills)
+        self._waste_weight = sum(s.count for s in fitting)
         self._cards: dict[tuple[int, ...], _Cards] = {}
         self._memo: dict[tuple[int, int, tuple[int, ...]], float] = {}
 
@@ -144,7 +183,9 @@ class BalancedTable:
     def fragmentation(self, cpu: int, memory: int, free: tuple[int, ...]) -> float:
         """F_n times `total`, in milli: for each GPU shape, the free milli of the cards too small
         for it or beyond what the node's CPU and memory let its pods reach (all of them when no
-        pod of it fits), weighted by the shapes' counts. `free` is sorted largest first."""
+        pod of it fits), weighted by the shapes' counts; plus each card's expected waste
+        (`expected_waste`) weighted by the fitting shapes' counts. `free` is sorted largest
+        first."""
         cards = self._cards.get(free)
         if cards is None:
             cards = self._cards_of(free)
@@ -182,7 +223,9 @@ class BalancedTable:
         prefix = [0]
         for left in free:
             prefix.append(prefix[-1] + left)
-        value = self._never * everything
+        step, waste = MILLI // _PERCENT, self._waste
+        left_over = sum(waste[min(max(left, 0), MILLI) // step] for left in free)
+        value = self._never * everything + self._waste_weight * left_over
         rising = free[::-1]
         held = []
         for count, milli, gpus, needs_cpu, needs_memory in self._needs:
