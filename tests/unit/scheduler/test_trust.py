@@ -150,3 +150,29 @@ def test_the_scheduler_signs_what_it_writes_for_this_pod_node_time_and_cards() -
         "uid-p", "node1", notes["hami.io/vgpu-time"], notes["hami.io/vgpu-devices-allocated"]
     )
     assert KEYS.verify(notes["vgpu.io/grant-signature"], claim)
+
+
+def test_the_echo_of_its_own_grant_is_not_judged_again_but_a_changed_one_is(
+    mocker: Any,
+) -> None:
+    """Every patch the scheduler writes comes back as a pod event; while the pod carries the
+    grant byte for byte as written, there is nothing to judge (and no signature to verify)."""
+    w = world(a40_node("node1"))
+    judged = mocker.spy(w.follower._trust, "occupancy")
+    w.filter(manifest("p", gpu=1, gpumem=1000), "node1")
+    written = w.pod_annotations("p")
+    echoes = judged.call_count
+    w.cluster.patch_pod_annotations("default", "p", {"team": "a"})  # any other change
+    assert judged.call_count == echoes
+    assert w.usage("node1", CARD) == Usage(1, 1000, 0)
+    # the same grant with another signature is judged, and the forgery is not believed
+    w.cluster.patch_pod_annotations(
+        "default", "p", {"vgpu.io/grant-signature": "k20260101t0000:AAAA"}
+    )
+    assert judged.call_count == echoes + 1
+    assert w.state.ledger.pods() == []
+    # written back as it was: the scheduler's own grant again, judged and believed
+    w.cluster.patch_pod_annotations(
+        "default", "p", {"vgpu.io/grant-signature": written["vgpu.io/grant-signature"]}
+    )
+    assert w.usage("node1", CARD) == Usage(1, 1000, 0)

@@ -114,7 +114,7 @@ class BindVerb:
             except DomainError as exc:
                 return f"internal error: {exc}"
             identity = written_identity(pod, annotations, ctx.vendor)
-            state.reserve(plan.key, node, now, identity, own=True)
+            state.reserve(plan.key, node, now, identity, own=True, written=annotations)
             state.start_binding(plan.key)
         return annotations, labels
 

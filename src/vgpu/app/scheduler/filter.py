@@ -83,7 +83,9 @@ class FilterVerb:
                     log.error("pod %s: reservation refused: %s", plan.key, exc)
                     return FilterResult(error=f"internal error: {exc}")
                 identity = written_identity(pod, annotations, ctx.vendor)
-                state.reserve(plan.key, decision.node, now, identity, own=True)
+                state.reserve(
+                    plan.key, decision.node, now, identity, own=True, written=annotations
+                )
         failed = failed_nodes(broken, decision)
         if isinstance(decision, NoPlacement):
             if previous is not None:

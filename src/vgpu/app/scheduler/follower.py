@@ -192,6 +192,9 @@ class ClusterFollower:
         if pod.node_name:
             with state.locked():
                 state.ledger.charge_host(pod.key, pod.node_name, self._host(pod), bound=True)
+        if not pod.node_name and state.holds_as_written(pod.key, pod.annotations):
+            self._ignored.pop(pod.key, None)  # the echo of this replica's own write
+            return
         judged = self._trust.occupancy(pod)
         if not pod.node_name:
             self._unbound(pod, judged.verdict)

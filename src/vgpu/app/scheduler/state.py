@@ -41,6 +41,9 @@ class Reservation:
     signature: str  # trust.grant_identity of the grant
     binding: bool = False  # a bind is in flight; the sweeper leaves it alone
     own: bool = False  # made by this process (not read from annotations): it outranks events
+    # the annotations this process wrote with the grant (None: a removed key); () when the
+    # reservation was read from the pod's annotations
+    written: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,10 +266,35 @@ class SchedulerState:
             return problems
 
     def reserve(
-        self, pod: str, node: str, since: float, signature: str, *, own: bool = False
+        self,
+        pod: str,
+        node: str,
+        since: float,
+        signature: str,
+        *,
+        own: bool = False,
+        written: Mapping[str, str | None] | None = None,
     ) -> None:
+        """Remember the pod's hold as unbound; `written`: the annotations this process writes
+        with the grant, so that their echo is known for what it is (`holds_as_written`)."""
+        written_items = tuple(written.items()) if written else ()
         with self._lock:
-            self._reservations[pod] = Reservation(pod, node, since, signature, own=own)
+            self._reservations[pod] = Reservation(
+                pod, node, since, signature, own=own, written=written_items
+            )
+
+    def holds_as_written(self, pod: str, annotations: Mapping[str, str]) -> bool:
+        """Whether the pod's annotations carry, byte for byte, the grant this process wrote
+        and still reserves: its own patch coming back as an event, which judging and holding
+        again would not change."""
+        with self._lock:
+            current = self._reservations.get(pod)
+            return (
+                current is not None
+                and bool(current.written)
+                and all(annotations.get(key) == value for key, value in current.written)
+                and self.ledger.allocation(pod) is not None
+            )
 
     def reservation(self, pod: str) -> Reservation | None:
         with self._lock:
