@@ -34,6 +34,7 @@ def test_a_route_gets_the_request_and_sends_its_response() -> None:
         answer = client.post("/echo", content=b'{"a": 1}')
         assert answer.status_code == 200 and answer.json() == {"a": 1}
         assert client.get("/healthz").text == "ok"
+    assert app_with_routes([]).paths == {"/echo", "/healthz", "/broken"}
 
 
 def test_an_unknown_path_is_404_and_a_wrong_method_405() -> None:

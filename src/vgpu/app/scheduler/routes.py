@@ -33,6 +33,11 @@ class Routes:
         self._paths: set[str] = set()
         self._on_shutdown = on_shutdown
 
+    @property
+    def paths(self) -> frozenset[str]:
+        """Every path served, by any method."""
+        return frozenset(self._paths)
+
     def get(self, path: str) -> Callable[[Handler], Handler]:
         return self._route("GET", path)
 
