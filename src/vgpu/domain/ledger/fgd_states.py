@@ -74,13 +74,17 @@ class FgdStates:
         self._scores: dict[int, dict[int, float]] = {}  # by shape, then state
         self._fitted: dict[int, dict[_Levels, _Fitted | None]] = {}  # by shape
 
-    def forget(self, node: str) -> None:
-        """The node changed (or left): its state is worked out again on first need."""
+    def forget(self, node: str, *, left: bool = False) -> None:
+        """The node changed: its state is worked out again on first need; or it `left` the
+        cluster: nothing of it is kept (autoscaled nodes come and go by the thousand)."""
         number = self._states.pop(node, None)
         if number is not None:
             members = self._members[number]
             del members[bisect_left(members, node)]
-        self._stale.add(node)
+        if left:
+            self._stale.discard(node)
+        else:
+            self._stale.add(node)
         self._cards.pop(node, None)
 
     def clear(self) -> None:

@@ -105,7 +105,7 @@ class LedgerIndex:
         self._order.remove(node)
         self._answers.pop(node, None)
         self._kinds.pop(node, None)
-        self._fgd.forget(node)
+        self._fgd.forget(node, left=True)
 
     def decide(
         self,
